@@ -1,0 +1,60 @@
+"""
+batchboard's settings: one ``BATCHBOARD`` dict, read lazily and cached.
+
+Every key, its default and its meaning is listed in the README's
+configuration table. Reading happens on first use, never at import time, and
+the cache is dropped when a test overrides ``BATCHBOARD``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+MANAGED = "managed"
+ATTACHED = "attached"
+SCHEMA_MODES = (MANAGED, ATTACHED)
+
+DEFAULTS: dict[str, Any] = {
+    # Database alias that holds the oxide-batch metadata tables.
+    "DATABASE": "default",
+    # "managed": batchboard's migration creates the schema.
+    # "attached": an existing oxide-batch database; no DDL, ever.
+    "SCHEMA": MANAGED,
+    # Explorer page size (1..500) when the request names none.
+    "PAGE_SIZE": 50,
+    # Seconds between refreshes of live regions.
+    "POLL_SECONDS": 3,
+    # Age (seconds) after which an unresolved execution needs attention.
+    "STALE_SECONDS": 900,
+}
+
+
+@functools.cache
+def get_config() -> dict[str, Any]:
+    """Return the effective configuration: defaults overlaid by ``BATCHBOARD``."""
+    return {**DEFAULTS, **getattr(settings, "BATCHBOARD", {})}
+
+
+@receiver(setting_changed)
+def _reset_config(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("BATCHBOARD", "DATABASES"):
+        get_config.cache_clear()
+
+
+def database_alias() -> str:
+    """Return the alias of the database that holds the metadata tables."""
+    return str(get_config()["DATABASE"])
+
+
+def schema_mode() -> str:
+    """Return ``"managed"`` or ``"attached"`` (validated by check E001)."""
+    return str(get_config()["SCHEMA"]).strip().lower()
+
+
+def is_attached() -> bool:
+    return schema_mode() == ATTACHED

@@ -1,0 +1,46 @@
+"""Route batchboard's models to the metadata database and guard its schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Model
+
+from batchboard import conf
+
+APP_LABEL = "batchboard"
+
+
+class BatchboardRouter:
+    """
+    Send every batchboard model to ``BATCHBOARD["DATABASE"]``.
+
+    batchboard's migrations run only on that alias and Django's own apps
+    never migrate onto it when it is a separate database. In attached mode
+    batchboard's migration operations still run their state changes, but its
+    schema operation issues no statement (see
+    :class:`batchboard.operations.CreateMetadataSchema`).
+    """
+
+    def db_for_read(self, model: type[Model], **hints: Any) -> str | None:
+        if model._meta.app_label == APP_LABEL:
+            return conf.database_alias()
+        return None
+
+    db_for_write = db_for_read
+
+    def allow_relation(self, obj1: Model, obj2: Model, **hints: Any) -> bool | None:
+        labels = {obj1._meta.app_label, obj2._meta.app_label}
+        if labels == {APP_LABEL}:
+            return True
+        return None
+
+    def allow_migrate(
+        self, db: str, app_label: str, model_name: str | None = None, **hints: Any
+    ) -> bool | None:
+        alias = conf.database_alias()
+        if app_label == APP_LABEL:
+            return db == alias
+        if db == alias and alias != "default":
+            return False
+        return None
