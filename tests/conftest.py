@@ -1,0 +1,68 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connections
+
+from batchboard import conf, schema
+
+
+def wipe_metadata(alias: str | None = None) -> None:
+    """
+    Delete every metadata row but the schema version.
+
+    Django's flush between transactional tests skips unmanaged tables, so
+    tests that commit must clean up after themselves; this does it in
+    foreign-key order on both backends.
+    """
+    connection = connections[alias or conf.database_alias()]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            names = ", ".join(
+                table.name for table in schema.TABLES if table.name != "ob_schema_version"
+            )
+            cursor.execute(f"TRUNCATE {names}")
+        else:
+            cursor.execute(
+                'UPDATE "ob_flow_decision" SET reused_decision_id = NULL'
+            )
+            for table in reversed(schema.TABLES):
+                if table.name == "ob_schema_version":
+                    continue
+                if table.name == "ob_job_execution":
+                    cursor.execute(
+                        'UPDATE "ob_job_execution" SET restart_of_execution_id = NULL'
+                    )
+                cursor.execute(f'DELETE FROM "{table.name}"')
+
+
+@pytest.fixture(autouse=True)
+def _wipe_metadata_after_transactional_tests(
+    request: pytest.FixtureRequest,
+) -> Iterator[None]:
+    yield
+    marker = request.node.get_closest_marker("django_db")
+    transactional = bool(marker and marker.kwargs.get("transaction")) or any(
+        name in request.fixturenames for name in ("transactional_db", "live_server")
+    )
+    if transactional:
+        with request.getfixturevalue("django_db_blocker").unblock():
+            wipe_metadata()
+
+
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Skip tests marked ``postgresql`` when the suite runs on SQLite."""
+    from django.conf import settings
+
+    vendor = settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1]
+    if vendor == "postgresql":
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL)")
+    for item in items:
+        if item.get_closest_marker("postgresql"):
+            item.add_marker(skip)
