@@ -259,6 +259,19 @@ class JobExecution(models.Model):
         managed = False
         db_table = "ob_job_execution"
         verbose_name = _("job execution")
+        # The authorization classes of operator actions (Read is the view
+        # permissions): Lifecycle stops executions; Destructive abandons,
+        # recovers, holds, releases and purges.
+        permissions = [
+            ("operate_lifecycle", _("Can use Lifecycle operator actions (stop)")),
+            (
+                "operate_destructive",
+                _(
+                    "Can use Destructive operator actions "
+                    "(abandon, recover, hold, release, purge)"
+                ),
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["job_instance", "attempt"],
