@@ -11,10 +11,21 @@ from django.db import DatabaseError, connections
 
 from batchboard import conf, schema
 
-_SETTING_HINT = (
-    "Point DATABASES[{alias!r}] at the oxide-batch database (in the standalone "
-    "site: BATCHBOARD_DATABASE_URL, or DATABASE_URL when both share one)."
-)
+
+
+def setting_hint(alias: str) -> str:
+    """Name the setting that chooses the metadata database on ``alias``."""
+    if alias == "default":
+        site = (
+            "DATABASE_URL, which holds the metadata too unless "
+            "BATCHBOARD_DATABASE_URL is set"
+        )
+    else:
+        site = "BATCHBOARD_DATABASE_URL"
+    return (
+        f"Point DATABASES[{alias!r}] at the oxide-batch database (in the "
+        f"standalone site: {site})."
+    )
 
 
 @register()
@@ -126,15 +137,18 @@ def _schema_version(alias: str) -> tuple[str, int | None]:
 def schema_messages(alias: str) -> list[CheckMessage]:
     """Describe what is wrong with the metadata schema on ``alias``, if anything."""
     attached = conf.is_attached()
-    setting_hint = _SETTING_HINT.format(alias=alias)
+    setting_hint_text = setting_hint(alias)
     try:
         state, version = _schema_version(alias)
     except DatabaseError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc)
+        # The driver's first line says why (refused, unknown database, bad
+        # password) without echoing credentials; later lines may carry SQL.
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
         return [
             Error(
                 f"Cannot reach the metadata database {alias!r}: {reason}",
-                hint=f"{setting_hint} Is the server running and reachable?",
+                hint=f"{setting_hint_text} Is the server running and reachable?",
                 id="batchboard.E010",
             )
         ]
@@ -162,7 +176,7 @@ def schema_messages(alias: str) -> list[CheckMessage]:
             Error(
                 f"The metadata database {alias!r} has no oxide-batch schema "
                 f"({schema.SCHEMA_NAME}.ob_schema_version not found).",
-                hint=f"{setting_hint} In attached mode batchboard never creates "
+                hint=f"{setting_hint_text} In attached mode batchboard never creates "
                 "the schema: run oxide-batch's migrator there first, or set "
                 "BATCHBOARD_SCHEMA=managed for a database of batchboard's own.",
                 id="batchboard.E011",

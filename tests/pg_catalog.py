@@ -70,6 +70,39 @@ def describe(cursor: Any, schema: str = "oxide_batch") -> dict[str, Any]:
     return out
 
 
+RELATIONS = """
+SELECT n.nspname, c.relname, c.relkind
+FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname NOT LIKE 'pg_toast%%' AND n.nspname NOT LIKE 'pg_temp%%'
+ORDER BY 1, 2
+"""
+
+
+def snapshot(cursor: Any) -> dict[str, Any]:
+    """
+    Return every user schema's relations and, per schema, :func:`describe`.
+
+    Covers the whole database, so a table created anywhere (a stray
+    ``django_migrations`` in ``public``, say) changes the snapshot.
+    """
+    cursor.execute(RELATIONS)
+    relations = [tuple(row) for row in cursor.fetchall()]
+    schemas = sorted({row[0] for row in relations})
+    cursor.execute(
+        "SELECT nspname FROM pg_namespace WHERE nspname NOT IN "
+        "('pg_catalog', 'information_schema') AND nspname NOT LIKE 'pg_toast%%' "
+        "AND nspname NOT LIKE 'pg_temp%%' ORDER BY 1"
+    )
+    namespaces = [row[0] for row in cursor.fetchall()]
+    return {
+        "namespaces": namespaces,
+        "relations": relations,
+        "schemas": {name: describe(cursor, name) for name in schemas},
+    }
+
+
 if __name__ == "__main__":  # pragma: no cover - maintenance helper
     import json
     import sys
