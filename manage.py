@@ -9,15 +9,22 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "batchboard.site.settings")
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
+    from django.db import DatabaseError
 
-    from batchboard.site.database import SiteConfigurationError
+    from batchboard.site.database import explain_database_error
 
+    # Configuration and database faults are the operator's to fix: one
+    # sentence naming the setting serves better than a traceback.
     try:
         execute_from_command_line(sys.argv)
-    except SiteConfigurationError as exc:
+    except ImproperlyConfigured as exc:
         sys.stderr.write(f"batchboard: {exc}\n")
         sys.exit(2)
+    except DatabaseError as exc:
+        sys.stderr.write(f"batchboard: {explain_database_error(exc)}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

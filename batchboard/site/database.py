@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, OperationalError, ProgrammingError
 
 from batchboard.schema import SCHEMA_NAME
 
@@ -107,3 +108,62 @@ def databases_from_environment(
         ),
     }
     return databases, "batchboard"
+
+
+# The standalone site's variable behind each alias it defines.
+SITE_SETTINGS = {"default": "DATABASE_URL", "batchboard": "BATCHBOARD_DATABASE_URL"}
+
+
+def setting_for(alias: str) -> str:
+    """Return the variable (or DATABASES entry) that configures ``alias``."""
+    return SITE_SETTINGS.get(alias, f"DATABASES[{alias!r}]")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def unreachable_alias() -> tuple[str, str] | None:
+    """Return ``(alias, reason)`` for the first database that refuses a connection."""
+    from django.db import connections
+
+    for alias in connections:
+        try:
+            connections[alias].ensure_connection()
+        except DatabaseError as failure:
+            return alias, _first_line(failure)
+    return None
+
+
+def explain_database_error(exc: DatabaseError) -> str:
+    """
+    Return one sentence saying which setting to fix after ``exc``.
+
+    Only the driver's first line of connection and schema errors is quoted:
+    later lines, and the text of other errors (a rejected value, say), may
+    carry SQL or data.
+    """
+    from batchboard import conf
+
+    failed = unreachable_alias()
+    if failed is not None:
+        alias, reason = failed
+        setting = setting_for(alias)
+        return (
+            f"Cannot connect to the database named by {setting} ({reason}). "
+            f"Check that the server is running and that {setting} gives the "
+            "right host, port, database name and user."
+        )
+    alias = conf.database_alias()
+    detail = (
+        f" ({_first_line(exc)})"
+        if isinstance(exc, (OperationalError, ProgrammingError))
+        else f" ({type(exc).__name__})"
+    )
+    return (
+        f"A database statement failed{detail}. Run 'manage.py check --database "
+        f"{alias}' to see whether the oxide-batch schema behind "
+        f"{setting_for(alias)} is missing or of a version batchboard does not "
+        "support."
+    )

@@ -89,6 +89,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "batchboard.site.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "batchboard.site.urls"
@@ -140,6 +141,10 @@ if not DEBUG:
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = _flag("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
     SECURE_HSTS_PRELOAD = _flag("SECURE_HSTS_PRELOAD", False)
+    # Preloading commits the whole domain to HTTPS in browsers for months: the
+    # domain owner's decision (SECURE_HSTS_PRELOAD=1), so not a default and
+    # not worth a deployment warning while it is off.
+    SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
     if _flag("SECURE_PROXY_SSL_HEADER", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
