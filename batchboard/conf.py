@@ -31,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "POLL_SECONDS": 3,
     # Age (seconds) after which an unresolved execution needs attention.
     "STALE_SECONDS": 900,
+    # True only in the demo site: allows the demo login (user demo).
+    "DEMO": False,
 }
 
 

@@ -120,7 +120,7 @@ if _schema_mode not in ("managed", "attached"):
         f"BATCHBOARD_SCHEMA is {_schema_mode!r}; use 'managed' (batchboard creates "
         "the schema) or 'attached' (an existing oxide-batch database)."
     )
-BATCHBOARD = {"DATABASE": _metadata_alias, "SCHEMA": _schema_mode}
+BATCHBOARD = {"DATABASE": _metadata_alias, "SCHEMA": _schema_mode, "DEMO": DEMO}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
