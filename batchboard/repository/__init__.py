@@ -1,0 +1,90 @@
+"""
+A job repository with oxide-batch's semantics, on the Django ORM.
+
+:class:`JobRepository` records launches, steps, chunk commits, partitions
+and flow decisions exactly as oxide-batch's PostgreSQL adapter does (spec
+sections 2 and 7), so rows written from Python are rows a Rust runtime
+could have written, and the reverse. Each method is one atomic unit of
+work on the metadata alias (``BATCHBOARD["DATABASE"]`` unless ``using=``
+names another); lifecycle changes are compare-and-swap on ``version``.
+
+Typical use::
+
+    from batchboard.repository import JobRepository, Failure, StatePayload
+
+    repo = JobRepository()
+    execution = repo.launch("nightly-import", {"run_date": JobParameter.string("2026-01-01")})
+    execution = repo.transition_execution(execution.pk, execution.version, "STARTED")
+    step = repo.create_step(execution.pk, "load")
+    step = repo.transition_step(step.pk, step.version, "STARTED")
+    step = repo.commit_chunk(step.pk, step.version, job_execution_id=execution.pk,
+                             counts=ChunkCounts(read=100, written=100),
+                             checkpoint=StatePayload("load.position", {"offset": 100}))
+
+Every error is a :class:`RepositoryError`; its subclasses carry the
+contract's names (``StaleVersion``, ``ExecutionAlreadyActive``, ...) and
+messages without parameter values or payloads.
+"""
+
+from __future__ import annotations
+
+from batchboard.digests import JobParameter
+from batchboard.repository.clock import Clock, ManualClock, SystemClock, truncate_ms
+from batchboard.repository.definitions import Definition
+from batchboard.repository import errors
+from batchboard.repository.errors import *  # noqa: F403  (every error, by name)
+from batchboard.repository.errors import RepositoryError
+from batchboard.repository.executions import EMPTY_CONTEXT_SCHEMA, ExecutionControl
+from batchboard.repository.lifecycle import (
+    ACTIVE,
+    FINISHED,
+    TRANSITIONS,
+    UNRESOLVED,
+    Failure,
+)
+from batchboard.repository.steps import (
+    DEFAULT_START_LIMIT,
+    ChunkCounts,
+    ComponentStateInput,
+    StatePayload,
+    StepsMixin,
+)
+
+
+class JobRepository(StepsMixin):
+    """
+    The job repository: definitions, instances, executions and steps.
+
+    ``JobRepository(using=None, clock=None)``: ``using`` overrides the
+    metadata alias, ``clock`` the source of timestamps (any object with
+    ``now()`` returning an aware datetime; see
+    :class:`~batchboard.repository.clock.ManualClock` for tests).
+    """
+
+
+__all__ = [
+    "ACTIVE",
+    "DEFAULT_START_LIMIT",
+    "EMPTY_CONTEXT_SCHEMA",
+    "FINISHED",
+    "TRANSITIONS",
+    "UNRESOLVED",
+    "ChunkCounts",
+    "Clock",
+    "ComponentStateInput",
+    "Definition",
+    "ExecutionControl",
+    "Failure",
+    "JobParameter",
+    "JobRepository",
+    "ManualClock",
+    "RepositoryError",
+    "StatePayload",
+    "SystemClock",
+    "truncate_ms",
+    *sorted(
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, RepositoryError)
+    ),
+]
