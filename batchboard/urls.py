@@ -1,15 +1,78 @@
+"""
+The explorer's URLs; include them anywhere with ``include("batchboard.urls")``.
+
+Job names are arbitrary text of up to 128 bytes. :class:`JobNameConverter`
+keeps every name inside one path segment: it escapes ``%`` and ``/`` (and a
+name made only of dots, which browsers would resolve as ``.``/``..``)
+before Django percent-encodes the URL, and reverses that on the way in.
+"""
+
 from __future__ import annotations
 
-from django.urls import path
-from django.views.generic.base import RedirectView
+from urllib.parse import unquote
+
+from django.urls import path, register_converter
+
+from batchboard import views
+
+
+class JobNameConverter:
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        name = unquote(value, errors="strict")
+        if not name or len(name.encode("utf-8")) > 128:
+            raise ValueError("not a job name")
+        return name
+
+    def to_url(self, value: str) -> str:
+        escaped = value.replace("%", "%25").replace("/", "%2F")
+        if set(value) <= {"."}:
+            escaped = escaped.replace(".", "%2E")
+        return escaped
+
+
+register_converter(JobNameConverter, "batchboard_job_name")
 
 app_name = "batchboard"
 
 urlpatterns = [
+    path("", views.index, name="index"),
+    path("jobs/<batchboard_job_name:job_name>/", views.job, name="job"),
+    path("instances/<int:instance_id>/", views.instance, name="instance"),
+    path("executions/", views.executions, name="executions"),
+    path("executions/<int:execution_id>/", views.execution, name="execution"),
     path(
-        "",
-        RedirectView.as_view(pattern_name="admin:app_list", permanent=False),
-        {"app_label": "batchboard"},
-        name="index",
+        "executions/<int:execution_id>/live/",
+        views.execution_live,
+        name="execution_live",
     ),
+    path(
+        "executions/<int:execution_id>/row/", views.execution_row, name="execution_row"
+    ),
+    path(
+        "executions/<int:execution_id>/flow/",
+        views.flow_decisions,
+        name="flow_decisions",
+    ),
+    path(
+        "executions/<int:execution_id>/recovery/",
+        views.recovery_decisions,
+        name="recovery_decisions",
+    ),
+    path(
+        "executions/<int:execution_id>/requests/",
+        views.operator_requests,
+        name="operator_requests",
+    ),
+    path("steps/<int:step_id>/", views.step, name="step"),
+    path("steps/<int:step_id>/live/", views.step_live, name="step_live"),
+    path("steps/<int:step_id>/row/", views.step_row, name="step_row"),
+    path(
+        "partitions/<int:partition_id>/row/",
+        views.partition_row,
+        name="partition_row",
+    ),
+    path("unresolved/", views.unresolved, name="unresolved"),
+    path("jump/", views.jump, name="jump"),
 ]

@@ -1,0 +1,937 @@
+"""
+The explorer's reads: keyset pages over immutable keys, one statement each.
+
+Every list follows spec 3.1-3.2: the first page captures an identity
+ceiling (the query's ``max(id)``) inside the same statement that reads the
+rows, later pages take ceiling and position from the cursor, so rows created
+after a traversal started are never returned and no row is returned twice.
+There is no OFFSET and no COUNT over history anywhere; a list only knows
+whether a next page may exist.
+
+Redaction by construction: every read names its columns. Payload columns
+(parameter values, contexts, checkpoints, fault state, partition contexts,
+component state, manifests) are never selected; their descriptors are, with
+the stored size computed by the database (``pg_column_size`` on PostgreSQL).
+Parameter names and types are extracted by the database so values never
+leave it, except through :func:`parameter_values` for viewers allowed to see
+them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connections
+from django.db.models import (
+    BooleanField,
+    Count,
+    ExpressionWrapper,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    Window,
+)
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, RowNumber
+
+from batchboard import conf, cursors, schema
+from batchboard.cursors import QuerySpec
+from batchboard.models import (
+    FlowDecision,
+    JobDefinition,
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RecoveryDecision,
+    StepExecution,
+    StepPartition,
+)
+
+MIN_PAGE_SIZE = 1
+MAX_PAGE_SIZE = 500
+MAX_RESPONSE_BYTES = 262144
+MIN_UNRESOLVED_AGE = 60
+# Thirty days: a bound far beyond any useful staleness, so that the interval
+# arithmetic can never overflow a timestamp.
+MAX_UNRESOLVED_AGE = 30 * 24 * 3600
+STRIP_LENGTH = 12
+ATTENTION_LIMIT = 10
+RUNNING_LIMIT = 1000
+
+
+class ExplorerInputError(ValueError):
+    """A request parameter is out of range; ``str(error)`` is safe to show."""
+
+
+class PageSizeOutOfRange(ExplorerInputError):
+    pass
+
+
+class FilterInvalid(ExplorerInputError):
+    pass
+
+
+@dataclass
+class Page:
+    """One page of a list: its rows and the token of the next page, if any."""
+
+    rows: list[dict[str, Any]]
+    page_size: int
+    next_cursor: str | None = None
+    truncated: bool = False
+    first: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_cursor is not None
+
+
+def parse_page_size(raw: str | None) -> int:
+    """Return the requested page size, the configured default when absent."""
+    if raw is None or raw == "":
+        return int(conf.get_config()["PAGE_SIZE"])
+    try:
+        size = int(raw)
+    except ValueError:
+        raise PageSizeOutOfRange(
+            f"The page size must be a whole number from {MIN_PAGE_SIZE} to "
+            f"{MAX_PAGE_SIZE}."
+        ) from None
+    if not MIN_PAGE_SIZE <= size <= MAX_PAGE_SIZE:
+        raise PageSizeOutOfRange(
+            f"The page size {size} is out of range: use {MIN_PAGE_SIZE} to "
+            f"{MAX_PAGE_SIZE}."
+        )
+    return size
+
+
+def parse_status(raw: str | None) -> str:
+    """Return a status filter value ("" for none) from the closed set."""
+    if not raw:
+        return ""
+    if raw not in schema.STATUSES:
+        raise FilterInvalid(
+            "Unknown status filter; use one of " + ", ".join(schema.STATUSES) + "."
+        )
+    return raw
+
+
+def parse_age(raw: str | None, default: int) -> int:
+    """Return an unresolved age bound in whole seconds (60 s to 30 days)."""
+    if raw is None or raw == "":
+        return default
+    try:
+        age = int(raw)
+    except ValueError:
+        raise FilterInvalid("The age bound must be a whole number of seconds.") from None
+    if not MIN_UNRESOLVED_AGE <= age <= MAX_UNRESOLVED_AGE:
+        raise FilterInvalid(
+            f"The age bound must be at least {MIN_UNRESOLVED_AGE} seconds and at "
+            f"most {MAX_UNRESOLVED_AGE // 86400} days."
+        )
+    return age
+
+
+def parse_job_filter(raw: str | None) -> str:
+    """Return a job-name filter ("" for none), bounded like a job name."""
+    if not raw:
+        return ""
+    if len(raw.encode("utf-8")) > 128:
+        raise FilterInvalid("A job name holds at most 128 bytes.")
+    return raw
+
+
+def _vendor() -> str:
+    return connections[conf.database_alias()].vendor
+
+
+def _using() -> str:
+    return conf.database_alias()
+
+
+def _stored_size(column: str, table: str) -> RawSQL:
+    """Return the stored size of a payload column without reading it."""
+    qualified = f'"{table}"."{column}"'
+    if _vendor() == "postgresql":
+        return RawSQL(f"pg_column_size({qualified})", (), output_field=IntegerField())
+    return RawSQL(
+        f"length(CAST({qualified} AS BLOB))", (), output_field=IntegerField()
+    )
+
+
+def _parameter_kinds(table: str, column: str) -> RawSQL:
+    """Return ``[[name, type], ...]`` of a parameter envelope, as JSON text."""
+    qualified = f'"{table}"."{column}"'
+    if _vendor() == "postgresql":
+        sql = (
+            "(SELECT coalesce(jsonb_agg(jsonb_build_array(e.k, e.v->>'type')), "
+            f"'[]'::jsonb)::text FROM jsonb_each({qualified}) AS e(k, v))"
+        )
+    else:
+        sql = (
+            "(SELECT coalesce(json_group_array(json_array(key, "
+            f"json_extract(value, '$.type'))), '[]') FROM json_each({qualified}))"
+        )
+    return RawSQL(sql, (), output_field=TextField())
+
+
+def _descriptors(raw: str | None) -> list[tuple[str, str]]:
+    """Turn the extracted ``[[name, type]]`` JSON into sorted display pairs."""
+    pairs = []
+    for name, kind in json.loads(raw or "[]"):
+        pairs.append((str(name), str(kind or "?").upper()))
+    return sorted(pairs, key=lambda pair: pair[0].encode("utf-8"))
+
+
+def _max_id(queryset: QuerySet[Any]) -> Coalesce:
+    """Return ``coalesce(max(id), 0)`` of a queryset as a scalar subquery."""
+    return Coalesce(
+        Subquery(queryset.order_by("-id").values("id")[:1]),
+        Value(0),
+        output_field=IntegerField(),
+    )
+
+
+# -- page assembly --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Window:
+    spec: QuerySpec
+    page_size: int
+    after: cursors.Key | None
+    ceiling: int | None
+
+    @property
+    def first(self) -> bool:
+        return self.after is None
+
+
+def _window(spec: QuerySpec, page_size: int, token: str | None) -> _Window:
+    if not token:
+        return _Window(spec, page_size, None, None)
+    key, ceiling = cursors.decode(token, spec, page_size)
+    return _Window(spec, page_size, key, ceiling)
+
+
+def _bounded(queryset: QuerySet[Any], window: _Window, ceiling_source: Any) -> QuerySet[Any]:
+    """Apply the identity ceiling: captured here on page one, else the cursor's."""
+    if window.ceiling is None:
+        return queryset.annotate(bb_ceiling=ceiling_source).filter(
+            id__lte=F("bb_ceiling")
+        )
+    return queryset.filter(id__lte=window.ceiling)
+
+
+def _assemble(
+    rows: Sequence[dict[str, Any]],
+    window: _Window,
+    key: Callable[[dict[str, Any]], cursors.Key],
+    estimate: Callable[[dict[str, Any]], int],
+) -> Page:
+    """
+    Keep rows while the size estimate fits the response bound (spec 3.2).
+
+    A next cursor is issued when the page is full or was truncated and at
+    least one row is kept, so a final full page leads to an empty page.
+    """
+    kept: list[dict[str, Any]] = []
+    total = 0
+    truncated = False
+    for row in rows:
+        total += estimate(row)
+        if total > MAX_RESPONSE_BYTES:
+            truncated = True
+            break
+        kept.append(row)
+    page = Page(kept, window.page_size, truncated=truncated, first=window.first)
+    if kept and (len(rows) == window.page_size or truncated):
+        ceiling = window.ceiling
+        if ceiling is None:
+            ceiling = int(kept[0]["bb_ceiling"])
+        page.next_cursor = cursors.encode(
+            window.spec, window.page_size, key(kept[-1]), ceiling
+        )
+    return page
+
+
+def _len(value: str | None) -> int:
+    return len(value.encode("utf-8")) if value else 0
+
+
+# -- shared projections -----------------------------------------------------------
+
+EXECUTION_FIELDS = (
+    "id",
+    "job_instance_id",
+    "attempt",
+    "status",
+    "exit_code",
+    "failure_category",
+    "failure_id",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "updated_at",
+    "version",
+    "stop_requested_at",
+    "restart_of_execution_id",
+)
+
+
+def _execution_values(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
+    return queryset.annotate(
+        job_name=F("job_instance__job_name"),
+        owner_recorded=ExpressionWrapper(
+            Q(owner_token__isnull=False), output_field=BooleanField()
+        ),
+    )
+
+
+def _execution_estimate(row: dict[str, Any]) -> int:
+    return _len(row["job_name"]) + _len(row["exit_code"]) + 256
+
+
+STEP_FIELDS = (
+    "id",
+    "job_execution_id",
+    "step_name",
+    "step_logical_id",
+    "status",
+    "exit_code",
+    "read_count",
+    "processed_count",
+    "write_count",
+    "filter_count",
+    "commit_count",
+    "rollback_count",
+    "read_retry_count",
+    "process_retry_count",
+    "write_retry_count",
+    "read_skip_count",
+    "process_skip_count",
+    "write_skip_count",
+    "no_rollback_count",
+    "failure_category",
+    "failure_id",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "updated_at",
+    "version",
+    "checkpoint_format",
+    "checkpoint_schema",
+    "checkpoint_schema_version",
+    "context_format",
+    "context_schema",
+    "context_schema_version",
+)
+
+
+def _step_values(queryset: QuerySet[StepExecution]) -> QuerySet[Any]:
+    partitions = StepPartition.objects.filter(step_execution_id=OuterRef("id"))
+    return queryset.annotate(
+        partitions_total=Coalesce(
+            Subquery(
+                partitions.order_by()
+                .values("step_execution_id")
+                .annotate(n=Count("id"))
+                .values("n")
+            ),
+            Value(0),
+        ),
+        partitions_done=Coalesce(
+            Subquery(
+                partitions.filter(status__in=schema.FINISHED)
+                .order_by()
+                .values("step_execution_id")
+                .annotate(n=Count("id"))
+                .values("n")
+            ),
+            Value(0),
+        ),
+        checkpoint_size=_stored_size("checkpoint_payload", "ob_step_execution"),
+        context_size=_stored_size("context_payload", "ob_step_execution"),
+    )
+
+
+def _step_estimate(row: dict[str, Any]) -> int:
+    return _len(row["step_name"]) + _len(row["exit_code"]) + 256
+
+
+PARTITION_FIELDS = (
+    "id",
+    "step_execution_id",
+    "worker_step_execution_id",
+    "partition_key",
+    "partition_ordinal",
+    "status",
+    "exit_code",
+    "read_count",
+    "processed_count",
+    "write_count",
+    "filter_count",
+    "commit_count",
+    "rollback_count",
+    "version",
+    "context_format",
+    "context_schema",
+    "context_schema_version",
+)
+
+
+# -- list_job_names -------------------------------------------------------------
+
+
+def job_names(page_size: int, token: str | None = None) -> Page:
+    """Return job names in byte order (keyset by name, definitions' ceiling)."""
+    window = _window(cursors.job_names(), page_size, token)
+    queryset = JobDefinition.objects.using(_using()).all()
+    if window.after is not None:
+        queryset = queryset.filter(job_name__gt=cursors.name_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(JobDefinition.objects.all()))
+    fields = ["job_name"] + (["bb_ceiling"] if window.first else [])
+    rows = list(
+        queryset.order_by("job_name").values(*fields).distinct()[: window.page_size]
+    )
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Name(row["job_name"]),
+        estimate=lambda row: _len(row["job_name"]) + 8,
+    )
+
+
+def job_exists(job_name: str) -> bool:
+    """Return whether any definition or instance carries this job name."""
+    return (
+        JobDefinition.objects.using(_using()).filter(job_name=job_name).exists()
+        or JobInstance.objects.using(_using()).filter(job_name=job_name).exists()
+    )
+
+
+def job_strips(names: Sequence[str], length: int = STRIP_LENGTH) -> dict[str, list[dict[str, Any]]]:
+    """
+    Return each job's latest executions (newest instance first, then attempt).
+
+    On PostgreSQL one LATERAL statement walks the ``(job_name, id DESC)``
+    instance index and each instance's ``(job_instance_id, attempt DESC)``
+    index, so the cost is bounded by ``len(names) * length`` whatever the
+    history. SQLite has no LATERAL; a window function over the named jobs
+    serves the small databases it is used for.
+    """
+    strips: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    if not names:
+        return strips
+    columns = ("id", "status", "attempt", "job_instance_id", "created_at", "started_at", "ended_at")
+    if _vendor() == "postgresql":
+        sql = (
+            "SELECT n.job_name, s.id, s.status, s.attempt, s.job_instance_id, "
+            "s.created_at, s.started_at, s.ended_at "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS n(job_name, ord) "
+            "CROSS JOIN LATERAL ("
+            "  SELECT e.id, e.status, e.attempt, e.job_instance_id, e.created_at, "
+            "         e.started_at, e.ended_at "
+            "  FROM ob_job_instance i "
+            "  JOIN ob_job_execution e ON e.job_instance_id = i.id "
+            '  WHERE i.job_name = n.job_name COLLATE "C" '
+            "  ORDER BY i.id DESC, e.attempt DESC LIMIT %s"
+            ") s ORDER BY n.ord"
+        )
+        with connections[_using()].cursor() as cursor:
+            cursor.execute(sql, [list(names), length])
+            for job_name, *values in cursor.fetchall():
+                strips[job_name].append(dict(zip(columns, values)))
+        return strips
+    ranked = (
+        JobExecution.objects.using(_using())
+        .filter(job_instance__job_name__in=list(names))
+        .annotate(
+            job_name=F("job_instance__job_name"),
+            bb_rank=Window(
+                RowNumber(),
+                partition_by=[F("job_instance__job_name")],
+                order_by=[F("job_instance_id").desc(), F("attempt").desc()],
+            ),
+        )
+        .filter(bb_rank__lte=length)
+        .order_by("job_name", "-job_instance_id", "-attempt")
+        .values("job_name", *columns)
+    )
+    for row in ranked:
+        strips[row.pop("job_name")].append(row)
+    return strips
+
+
+def running_counts(names: Iterable[str]) -> dict[str, int]:
+    """Return how many unresolved executions each named job has now."""
+    rows = (
+        JobExecution.objects.using(_using())
+        .filter(status__in=schema.UNRESOLVED, job_instance__job_name__in=list(names))
+        .order_by()
+        .values("job_instance__job_name")
+        .annotate(n=Count("id"))
+    )
+    return {row["job_instance__job_name"]: row["n"] for row in rows[:RUNNING_LIMIT]}
+
+
+def recent_failures(limit: int = ATTENTION_LIMIT) -> list[dict[str, Any]]:
+    """Return the latest FAILED executions by update time (status index)."""
+    queryset = (
+        _execution_values(JobExecution.objects.using(_using()).filter(status="FAILED"))
+        .order_by("-updated_at", "-id")
+        .values(*EXECUTION_FIELDS, "job_name", "owner_recorded")
+    )
+    return list(queryset[:limit])
+
+
+# -- list_instances ---------------------------------------------------------------
+
+
+def instances(job_name: str, page_size: int, token: str | None = None) -> Page:
+    """Return a job's instances, newest first, with their latest attempt."""
+    window = _window(cursors.instances(job_name), page_size, token)
+    queryset = JobInstance.objects.using(_using()).filter(job_name=job_name)
+    if window.after is not None:
+        queryset = queryset.filter(id__lt=cursors.identity_key(window.after))
+    queryset = _bounded(
+        queryset, window, _max_id(JobInstance.objects.filter(job_name=job_name))
+    )
+    latest = JobExecution.objects.filter(job_instance_id=OuterRef("id")).order_by(
+        "-attempt"
+    )
+    queryset = queryset.annotate(
+        parameter_kinds=_parameter_kinds("ob_job_instance", "identifying_parameters"),
+        latest_id=Subquery(latest.values("id")[:1]),
+        latest_attempt=Subquery(latest.values("attempt")[:1]),
+        latest_status=Subquery(latest.values("status")[:1]),
+    )
+    fields = [
+        "id",
+        "job_name",
+        "created_at",
+        "hold_actor",
+        "hold_reason",
+        "hold_placed_at",
+        "parameter_kinds",
+        "latest_id",
+        "latest_attempt",
+        "latest_status",
+    ] + (["bb_ceiling"] if window.first else [])
+    rows = list(queryset.order_by("-id").values(*fields)[: window.page_size])
+    for row in rows:
+        row["parameters"] = _descriptors(row.pop("parameter_kinds"))
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=lambda row: _len(row["job_name"])
+        + 160
+        + sum(_len(name) + 24 for name, _ in row["parameters"]),
+    )
+
+
+def instance(instance_id: int) -> dict[str, Any] | None:
+    """Return one instance's displayable projection, or ``None``."""
+    row = (
+        JobInstance.objects.using(_using())
+        .filter(id=instance_id)
+        .annotate(
+            parameter_kinds=_parameter_kinds("ob_job_instance", "identifying_parameters")
+        )
+        .values(
+            "id",
+            "job_name",
+            "instance_key",
+            "created_at",
+            "hold_actor",
+            "hold_reason",
+            "hold_placed_at",
+            "parameter_kinds",
+        )
+        .first()
+    )
+    if row is None:
+        return None
+    row["instance_key_hex"] = bytes(row.pop("instance_key")).hex()
+    row["parameters"] = _descriptors(row.pop("parameter_kinds"))
+    return row
+
+
+def parameter_values(instance_id: int) -> dict[str, str]:
+    """
+    Return an instance's parameter values as display strings.
+
+    Only for viewers holding ``batchboard.view_parameter_values``; the view
+    checks the permission before calling this.
+    """
+    document = (
+        JobInstance.objects.using(_using())
+        .filter(id=instance_id)
+        .values_list("identifying_parameters", flat=True)
+        .first()
+    )
+    values: dict[str, str] = {}
+    if isinstance(document, str):
+        document = json.loads(document)
+    for name, entry in (document or {}).items():
+        value = entry.get("value") if isinstance(entry, dict) else None
+        if isinstance(value, bool):
+            values[name] = "true" if value else "false"
+        else:
+            values[name] = str(value)
+    return values
+
+
+# -- list_executions (of one instance) -----------------------------------------
+
+
+def instance_executions(instance_id: int, page_size: int, token: str | None = None) -> Page:
+    """Return an instance's executions, latest attempt first."""
+    window = _window(cursors.executions(instance_id), page_size, token)
+    queryset = JobExecution.objects.using(_using()).filter(job_instance_id=instance_id)
+    if window.after is not None:
+        attempt, after_id = cursors.ordered_key(window.after)
+        queryset = queryset.filter(
+            Q(attempt__lt=attempt) | Q(attempt=attempt, id__lt=after_id)
+        )
+    queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
+    fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded"] + (
+        ["bb_ceiling"] if window.first else []
+    )
+    rows = list(
+        _execution_values(queryset)
+        .order_by("-attempt", "-id")
+        .values(*fields)[: window.page_size]
+    )
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Ordered(row["attempt"], row["id"]),
+        estimate=_execution_estimate,
+    )
+
+
+# -- batchboard_recent_executions -------------------------------------------------
+
+
+def recent_executions(
+    status: str, job_name: str, page_size: int, token: str | None = None
+) -> Page:
+    """
+    Return executions across all jobs, newest (highest id) first.
+
+    Unfiltered, the primary key serves the order; a status filter is served
+    by ``(status, updated_at, id)`` or the primary key, whichever the planner
+    finds cheaper for that status; a job filter by the ``(job_name, id DESC)``
+    instance index joined to ``(job_instance_id, attempt DESC)``.
+    """
+    window = _window(cursors.recent_executions(status, job_name), page_size, token)
+    queryset = JobExecution.objects.using(_using()).all()
+    if status:
+        queryset = queryset.filter(status=status)
+    if job_name:
+        queryset = queryset.filter(job_instance__job_name=job_name)
+    if window.after is not None:
+        queryset = queryset.filter(id__lt=cursors.identity_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
+    fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded"] + (
+        ["bb_ceiling"] if window.first else []
+    )
+    rows = list(
+        _execution_values(queryset).order_by("-id").values(*fields)[: window.page_size]
+    )
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=_execution_estimate,
+    )
+
+
+# -- list_unresolved_executions ---------------------------------------------------
+
+
+def _older_than(age_seconds: int) -> RawSQL:
+    """Return ``now - age`` in database server time, whole seconds."""
+    if _vendor() == "postgresql":
+        return RawSQL(
+            "CURRENT_TIMESTAMP - make_interval(secs => %s)", (age_seconds,)
+        )
+    return RawSQL("strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)", (f"-{age_seconds} seconds",))
+
+
+def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Page:
+    """
+    Return unresolved executions not updated for ``age_seconds``, by id.
+
+    The age is measured against the database server's clock, strictly.
+    """
+    if age_seconds < MIN_UNRESOLVED_AGE:
+        raise FilterInvalid(f"The age bound must be at least {MIN_UNRESOLVED_AGE} seconds.")
+    window = _window(cursors.unresolved_executions(age_seconds), page_size, token)
+    queryset = JobExecution.objects.using(_using()).filter(
+        status__in=schema.UNRESOLVED, updated_at__lt=_older_than(age_seconds)
+    )
+    if window.after is not None:
+        queryset = queryset.filter(id__gt=cursors.unresolved_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
+    fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded", "stop_requested_by"] + (
+        ["bb_ceiling"] if window.first else []
+    )
+    rows = list(
+        _execution_values(queryset).order_by("id").values(*fields)[: window.page_size]
+    )
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Ordered(row["attempt"], row["id"]),
+        estimate=_execution_estimate,
+    )
+
+
+# -- single execution and its lists ------------------------------------------------
+
+
+def execution(execution_id: int) -> dict[str, Any] | None:
+    """Return one execution's displayable projection (spec 3.5), or ``None``."""
+    return (
+        _execution_values(JobExecution.objects.using(_using()).filter(id=execution_id))
+        .annotate(
+            definition_revision=F("definition__definition_revision"),
+            manifest_format=F("definition__manifest_format"),
+            manifest_digest=F("definition__manifest_digest"),
+            upgrade_from_revision=F("upgrade_from_definition__definition_revision"),
+            context_size=_stored_size("context_payload", "ob_job_execution"),
+        )
+        .values(
+            *EXECUTION_FIELDS,
+            "job_name",
+            "owner_recorded",
+            "stop_requested_by",
+            "definition_id",
+            "upgrade_from_definition_id",
+            "definition_revision",
+            "manifest_format",
+            "manifest_digest",
+            "upgrade_from_revision",
+            "context_format",
+            "context_schema",
+            "context_schema_version",
+            "context_size",
+        )
+        .first()
+    )
+
+
+def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
+    """Return an execution's steps in creation order."""
+    window = _window(cursors.step_executions(execution_id), page_size, token)
+    queryset = StepExecution.objects.using(_using()).filter(job_execution_id=execution_id)
+    if window.after is not None:
+        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(StepExecution.objects.all()))
+    fields = [
+        *STEP_FIELDS,
+        "partitions_total",
+        "partitions_done",
+        "checkpoint_size",
+        "context_size",
+    ] + (["bb_ceiling"] if window.first else [])
+    rows = list(_step_values(queryset).order_by("id").values(*fields)[: window.page_size])
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=_step_estimate,
+    )
+
+
+def step(step_id: int) -> dict[str, Any] | None:
+    """Return one step's displayable projection with its job context, or ``None``."""
+    return (
+        _step_values(StepExecution.objects.using(_using()).filter(id=step_id))
+        .annotate(
+            job_name=F("job_execution__job_instance__job_name"),
+            job_instance_id=F("job_execution__job_instance_id"),
+            execution_status=F("job_execution__status"),
+            execution_attempt=F("job_execution__attempt"),
+        )
+        .values(
+            *STEP_FIELDS,
+            "partitions_total",
+            "partitions_done",
+            "checkpoint_size",
+            "context_size",
+            "job_name",
+            "job_instance_id",
+            "execution_status",
+            "execution_attempt",
+        )
+        .first()
+    )
+
+
+def partition_totals(step_id: int) -> dict[str, int]:
+    """Return the summed counters of a step's partitions (at most 1024 rows)."""
+    from django.db.models import Sum
+
+    totals = (
+        StepPartition.objects.using(_using())
+        .filter(step_execution_id=step_id)
+        .aggregate(
+            read=Coalesce(Sum("read_count"), 0),
+            write=Coalesce(Sum("write_count"), 0),
+            processed=Coalesce(Sum("processed_count"), 0),
+            skipped=Coalesce(Sum("filter_count"), 0),
+        )
+    )
+    return {key: int(value) for key, value in totals.items()}
+
+
+def partitions(step_id: int, page_size: int, token: str | None = None) -> Page:
+    """Return a step's partitions in creation order."""
+    window = _window(cursors.step_partitions(step_id), page_size, token)
+    queryset = StepPartition.objects.using(_using()).filter(step_execution_id=step_id)
+    if window.after is not None:
+        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(StepPartition.objects.all()))
+    fields = [*PARTITION_FIELDS, "context_size"] + (
+        ["bb_ceiling"] if window.first else []
+    )
+    rows = list(
+        queryset.annotate(context_size=_stored_size("context_payload", "ob_step_partition"))
+        .order_by("id")
+        .values(*fields)[: window.page_size]
+    )
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=lambda row: _len(row["partition_key"]) + 192,
+    )
+
+
+def partition(partition_id: int) -> dict[str, Any] | None:
+    """Return one partition's projection, or ``None``."""
+    return (
+        StepPartition.objects.using(_using())
+        .filter(id=partition_id)
+        .annotate(
+            context_size=_stored_size("context_payload", "ob_step_partition"),
+            parent_status=F("step_execution__status"),
+        )
+        .values(*PARTITION_FIELDS, "context_size", "parent_status")
+        .first()
+    )
+
+
+def flow_decisions(execution_id: int, page_size: int, token: str | None = None) -> Page:
+    """Return an execution's flow decisions by (sequence, id)."""
+    window = _window(cursors.flow_decisions(execution_id), page_size, token)
+    queryset = FlowDecision.objects.using(_using()).filter(job_execution_id=execution_id)
+    if window.after is not None:
+        sequence, after_id = cursors.ordered_key(window.after)
+        queryset = queryset.filter(
+            Q(sequence__gt=sequence) | Q(sequence=sequence, id__gt=after_id)
+        )
+    queryset = _bounded(queryset, window, _max_id(FlowDecision.objects.all()))
+    fields = [
+        "id",
+        "sequence",
+        "source_node_id",
+        "source_step_execution_id",
+        "observed_outcome",
+        "target_node_id",
+        "terminal_kind",
+        "transition_kind",
+        "reused_decision_id",
+        "plan_fingerprint",
+        "input_digest",
+        "decided_at",
+    ] + (["bb_ceiling"] if window.first else [])
+    rows = list(queryset.order_by("sequence", "id").values(*fields)[: window.page_size])
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Ordered(row["sequence"], row["id"]),
+        estimate=lambda row: _len(row["source_node_id"])
+        + _len(row["observed_outcome"])
+        + 224,
+    )
+
+
+def recovery_decisions(execution_id: int, page_size: int, token: str | None = None) -> Page:
+    """Return an execution's recovery decisions by id."""
+    window = _window(cursors.recovery_decisions(execution_id), page_size, token)
+    queryset = RecoveryDecision.objects.using(_using()).filter(
+        job_execution_id=execution_id
+    )
+    if window.after is not None:
+        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(RecoveryDecision.objects.all()))
+    fields = [
+        "id",
+        "execution_version",
+        "prior_status",
+        "resulting_status",
+        "reason_code",
+        "operator_reference",
+        "evidence_digest",
+        "decided_at",
+    ] + (["bb_ceiling"] if window.first else [])
+    rows = list(queryset.order_by("id").values(*fields)[: window.page_size])
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=lambda row: _len(row["reason_code"])
+        + _len(row["operator_reference"])
+        + 160,
+    )
+
+
+def operator_requests(execution_id: int, page_size: int, token: str | None = None) -> Page:
+    """Return the audited operator requests on an execution by id."""
+    window = _window(cursors.operator_requests(execution_id), page_size, token)
+    queryset = OperatorRequest.objects.using(_using()).filter(
+        job_execution_id=execution_id
+    )
+    if window.after is not None:
+        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
+    queryset = _bounded(queryset, window, _max_id(OperatorRequest.objects.all()))
+    fields = [
+        "id",
+        "action",
+        "authorization_class",
+        "operation_id",
+        "actor_ref",
+        "reason_code",
+        "request_digest",
+        "observed_version",
+        "prior_status",
+        "result_status",
+        "outcome_class",
+        "rejection_code",
+        "requested_at",
+    ] + (["bb_ceiling"] if window.first else [])
+    rows = list(queryset.order_by("id").values(*fields)[: window.page_size])
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=lambda row: _len(row["operation_id"])
+        + _len(row["actor_ref"])
+        + _len(row["reason_code"])
+        + 192,
+    )

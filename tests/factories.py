@@ -1,0 +1,333 @@
+"""
+Plain factory functions that insert metadata rows obeying the schema.
+
+Each function writes one row through the models with every NOT NULL column
+set, the CHECK shapes respected (finished statuses carry ``ended_at``,
+FAILED carries a failure, holds and stop requests are all-or-nothing) and
+keys computed as oxide-batch computes them. Timestamps are whole
+milliseconds, as oxide-batch writes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from batchboard import digests, schema
+from batchboard.models import (
+    FlowDecision,
+    JobDefinition,
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RecoveryDecision,
+    StepExecution,
+    StepPartition,
+)
+
+_sequence = itertools.count(1)
+EMPTY_FAULT_STATE = {"checkpoint": "0" * 64, "entries": []}
+
+
+def now() -> datetime:
+    """Return the current time truncated to whole milliseconds."""
+    moment = timezone.now()
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def _digest(*parts: Any) -> bytes:
+    return hashlib.sha256(repr(parts).encode()).digest()
+
+
+def definition(
+    job_name: str = "nightly-import",
+    revision: str = "v1",
+    *,
+    manifest: dict[str, Any] | None = None,
+    registered_at: datetime | None = None,
+) -> JobDefinition:
+    """Register (or return) a definition of ``job_name`` at ``revision``."""
+    existing = JobDefinition.objects.filter(
+        job_name=job_name, definition_revision=revision
+    ).first()
+    if existing is not None:
+        return existing
+    manifest = manifest or {
+        "format": 1,
+        "job": job_name,
+        "kind": "tasklet",
+        "step": "load",
+        "revision": revision,
+    }
+    return JobDefinition.objects.create(
+        job_name=job_name,
+        definition_revision=revision,
+        manifest_format=int(manifest.get("format", 1)),
+        manifest_digest=digests.manifest_digest(manifest),
+        manifest=manifest,
+        registered_at=registered_at or now(),
+    )
+
+
+def instance(
+    job_name: str = "nightly-import",
+    parameters: dict[str, digests.JobParameter] | None = None,
+    *,
+    created_at: datetime | None = None,
+    hold: tuple[str, str] | None = None,
+) -> JobInstance:
+    """Create a job instance keyed as spec 7.1 says; ``hold`` = (actor, reason)."""
+    if parameters is None:
+        parameters = {"run": digests.JobParameter.u64(next(_sequence))}
+    created = created_at or now()
+    return JobInstance.objects.create(
+        job_name=job_name,
+        instance_key=digests.instance_key(job_name, parameters),
+        identifying_parameters=digests.parameters_json(parameters),
+        created_at=created,
+        hold_actor=hold[0] if hold else None,
+        hold_reason=hold[1] if hold else None,
+        hold_placed_at=created if hold else None,
+    )
+
+
+def execution(
+    job_instance: JobInstance,
+    status: str = "COMPLETED",
+    *,
+    job_definition: JobDefinition | None = None,
+    attempt: int | None = None,
+    created_at: datetime | None = None,
+    duration: timedelta = timedelta(minutes=3),
+    updated_at: datetime | None = None,
+    restart_of: JobExecution | None = None,
+    context_payload: dict[str, Any] | None = None,
+    exit_code: str | None = None,
+    owner_token: bytes | None = None,
+    stop_requested_by: str | None = None,
+) -> JobExecution:
+    """Create an execution in ``status`` with consistent timestamps and failure."""
+    if attempt is None:
+        attempt = (
+            JobExecution.objects.filter(job_instance=job_instance).count() + 1
+        )
+    created = created_at or now()
+    started = None if status == "STARTING" else created + timedelta(seconds=1)
+    ended = (
+        (started or created) + duration if status in schema.FINISHED else None
+    )
+    failed = status == "FAILED"
+    return JobExecution.objects.create(
+        job_instance=job_instance,
+        definition=job_definition or definition(job_instance.job_name),
+        restart_of_execution=restart_of,
+        attempt=attempt,
+        status=status,
+        exit_code=exit_code or (status if status in schema.FINISHED else "UNKNOWN"),
+        parameters=job_instance.identifying_parameters,
+        context_format=1,
+        context_schema="oxide_batch.empty.v1",
+        context_schema_version=1,
+        context_payload=context_payload if context_payload is not None else {},
+        failure_category="USER_COMPONENT" if failed else None,
+        failure_id=next(_sequence) if failed else None,
+        created_at=created,
+        started_at=started,
+        ended_at=ended,
+        updated_at=updated_at or ended or started or created,
+        version=0,
+        owner_token=owner_token,
+        stop_requested_at=created if stop_requested_by else None,
+        stop_requested_by=stop_requested_by,
+    )
+
+
+def step(
+    job_execution: JobExecution,
+    name: str = "load",
+    status: str = "COMPLETED",
+    *,
+    counts: dict[str, int] | None = None,
+    checkpoint_payload: dict[str, Any] | None = None,
+    context_payload: dict[str, Any] | None = None,
+    created_at: datetime | None = None,
+    duration: timedelta = timedelta(seconds=40),
+) -> StepExecution:
+    """Create a step execution; ``counts`` sets any ``*_count`` columns."""
+    created = created_at or job_execution.started_at or job_execution.created_at
+    started = None if status == "STARTING" else created
+    ended = (started or created) + duration if status in schema.FINISHED else None
+    failed = status == "FAILED"
+    return StepExecution.objects.create(
+        job_execution=job_execution,
+        step_name=name,
+        step_logical_id=name,
+        status=status,
+        exit_code=status if status in schema.FINISHED else "UNKNOWN",
+        checkpoint_format=1,
+        checkpoint_schema="oxide_batch.empty.v1",
+        checkpoint_schema_version=1,
+        checkpoint_payload=checkpoint_payload if checkpoint_payload is not None else {},
+        context_format=1,
+        context_schema="oxide_batch.empty.v1",
+        context_schema_version=1,
+        context_payload=context_payload if context_payload is not None else {},
+        failure_category="USER_COMPONENT" if failed else None,
+        failure_id=next(_sequence) if failed else None,
+        created_at=created,
+        started_at=started,
+        ended_at=ended,
+        updated_at=ended or started or created,
+        fault_state_payload=EMPTY_FAULT_STATE,
+        fault_state_checksum=bytes.fromhex(schema.EMPTY_FAULT_STATE_CHECKSUM),
+        **(counts or {}),
+    )
+
+
+def partition(
+    parent: StepExecution,
+    key: str,
+    ordinal: int,
+    status: str = "STARTING",
+    *,
+    worker: StepExecution | None = None,
+    counts: dict[str, int] | None = None,
+    context_payload: dict[str, Any] | None = None,
+) -> StepPartition:
+    """Create a partition; STARTING partitions have no worker."""
+    payload = context_payload if context_payload is not None else {}
+    return StepPartition.objects.create(
+        step_execution=parent,
+        worker_step_execution=None if status == "STARTING" else worker,
+        partition_key=key,
+        partition_ordinal=ordinal,
+        status=status,
+        exit_code=status if status in schema.FINISHED else None,
+        context_format=1,
+        context_schema="part.ctx",
+        context_schema_version=1,
+        context_payload=payload,
+        context_checksum=digests.partition_context_checksum(
+            1, "part.ctx", 1, payload
+        ),
+        **(counts or {}),
+    )
+
+
+def flow_decision(
+    job_execution: JobExecution,
+    sequence: int,
+    source: str,
+    *,
+    outcome: str = "COMPLETED",
+    target: str | None = "next",
+    terminal: str | None = None,
+    source_step: StepExecution | None = None,
+) -> FlowDecision:
+    """Record a flow decision: exactly one of ``target`` and ``terminal``."""
+    return FlowDecision.objects.create(
+        job_execution=job_execution,
+        source_step_execution=source_step,
+        sequence=sequence,
+        source_node_id=source,
+        observed_outcome=outcome,
+        target_node_id=None if terminal else target,
+        terminal_kind=terminal,
+        transition_kind="STEP_EXIT",
+        plan_fingerprint=_digest("plan", job_execution.pk),
+        input_digest=_digest("input", job_execution.pk, sequence),
+        decided_at=now(),
+    )
+
+
+def recovery_decision(
+    job_execution: JobExecution,
+    *,
+    prior: str = "STARTED",
+    result: str = "FAILED",
+    reason: str = "HOST_LOST",
+) -> RecoveryDecision:
+    return RecoveryDecision.objects.create(
+        job_execution=job_execution,
+        execution_version=job_execution.version,
+        prior_status=prior,
+        resulting_status=result,
+        reason_code=reason,
+        operator_reference="ops@example.org",
+        evidence_digest=_digest("evidence", job_execution.pk),
+        decided_at=now(),
+    )
+
+
+def operator_request(
+    job_execution: JobExecution,
+    action: str = "STOP",
+    *,
+    rejection: str | None = None,
+) -> OperatorRequest:
+    applied = rejection is None
+    return OperatorRequest.objects.create(
+        job_execution=job_execution,
+        job_instance=job_execution.job_instance,
+        action=action,
+        authorization_class="LIFECYCLE" if action == "STOP" else "DESTRUCTIVE",
+        operation_id=f"op-{next(_sequence)}",
+        actor_ref="ops@example.org",
+        reason_code=None if action == "STOP" else "PLANNED_MAINTENANCE",
+        request_digest=_digest("request", job_execution.pk, action),
+        observed_version=job_execution.version,
+        prior_status=job_execution.status if applied else None,
+        result_status=job_execution.status if applied else None,
+        outcome_class="APPLIED" if applied else "REJECTED",
+        rejection_code=rejection,
+        requested_at=now(),
+    )
+
+
+def advance(job_execution: JobExecution, status: str, **fields: Any) -> JobExecution:
+    """
+    Move an execution (or a step, via :func:`advance_step`) to ``status``.
+
+    Sets ``ended_at`` when finishing, a failure for FAILED and bumps the
+    version, as a CAS transition would.
+    """
+    moment = now()
+    job_execution.status = status
+    job_execution.updated_at = max(moment, job_execution.updated_at)
+    job_execution.version += 1
+    if status == "STARTED" and job_execution.started_at is None:
+        job_execution.started_at = job_execution.updated_at
+    if status in schema.FINISHED and job_execution.ended_at is None:
+        job_execution.ended_at = job_execution.updated_at
+    if status == "FAILED" and job_execution.failure_category is None:
+        job_execution.failure_category = "USER_COMPONENT"
+        job_execution.failure_id = next(_sequence)
+    for name, value in fields.items():
+        setattr(job_execution, name, value)
+    job_execution.save()
+    return job_execution
+
+
+def advance_step(step_execution: StepExecution, status: str, **fields: Any) -> StepExecution:
+    """Move a step to ``status`` and set any counters given in ``fields``."""
+    moment = now()
+    step_execution.status = status
+    step_execution.updated_at = max(moment, step_execution.updated_at)
+    step_execution.version += 1
+    if status == "STARTED" and step_execution.started_at is None:
+        step_execution.started_at = step_execution.updated_at
+    if status in schema.FINISHED and step_execution.ended_at is None:
+        step_execution.ended_at = step_execution.updated_at
+    if status == "FAILED" and step_execution.failure_category is None:
+        step_execution.failure_category = "USER_COMPONENT"
+        step_execution.failure_id = next(_sequence)
+    if status in schema.FINISHED:
+        step_execution.exit_code = status
+    for name, value in fields.items():
+        setattr(step_execution, name, value)
+    step_execution.save()
+    return step_execution
