@@ -1,0 +1,89 @@
+"""
+batchboard's operator actions: one service for the dashboard and the admin.
+
+STOP (Lifecycle), ABANDON, RECOVER, HOLD, RELEASE_HOLD and APPLY_PURGE
+(Destructive), the purge plan and the recovery proposal (Read). Each action
+checks its authorization class, builds the envelope of spec 4.1, replays a
+known operation id, runs its effect and its audit row in one transaction and
+reports an :class:`ActionResult`, or raises an :class:`ActionError` whose
+message is written for the operator.
+"""
+
+from __future__ import annotations
+
+from batchboard.actions.envelope import (
+    REASON_CODES,
+    Reason,
+    actor_ref_for,
+    new_operation_id,
+    reasons_for,
+)
+from batchboard.actions.executions import (
+    Directive,
+    abandon_execution,
+    recover_execution,
+    stop_execution,
+)
+from batchboard.actions.permissions import action_permissions, may, require
+from batchboard.actions.recovery import RecoveryProposal, propose
+from batchboard.actions.results import (
+    APPLIED,
+    REJECTED,
+    REPLAYED,
+    ActionError,
+    ActionResult,
+    ConcurrentModification,
+    EvidenceStale,
+    InvalidRequest,
+    NotRecoverable,
+    OperationIdConflict,
+    OperationOutcomeUnknown,
+    PlanStale,
+    TargetNotFound,
+)
+from batchboard.actions.retention import (
+    PurgeCriteria,
+    PurgePlan,
+    apply_purge,
+    parse_candidates,
+    place_hold,
+    plan_purge,
+    release_hold,
+)
+
+__all__ = [
+    "APPLIED",
+    "REASON_CODES",
+    "REJECTED",
+    "REPLAYED",
+    "ActionError",
+    "ActionResult",
+    "ConcurrentModification",
+    "Directive",
+    "EvidenceStale",
+    "InvalidRequest",
+    "NotRecoverable",
+    "OperationIdConflict",
+    "OperationOutcomeUnknown",
+    "PlanStale",
+    "PurgeCriteria",
+    "PurgePlan",
+    "Reason",
+    "RecoveryProposal",
+    "TargetNotFound",
+    "abandon_execution",
+    "action_permissions",
+    "actor_ref_for",
+    "apply_purge",
+    "may",
+    "new_operation_id",
+    "parse_candidates",
+    "place_hold",
+    "plan_purge",
+    "propose",
+    "reasons_for",
+    "recover_execution",
+    "release_hold",
+    "require",
+    "stop_execution",
+]

@@ -1,0 +1,51 @@
+"""Database helpers shared by the actions: the alias, the clock, the atomic block."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import DatabaseError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
+
+from batchboard import conf
+
+
+def alias() -> str:
+    return conf.database_alias()
+
+
+def connection() -> BaseDatabaseWrapper:
+    return connections[alias()]
+
+
+def atomic() -> transaction.Atomic:
+    """Open one transaction (or a savepoint) on the metadata database."""
+    return transaction.atomic(using=alias())
+
+
+def now() -> datetime:
+    """
+    Return the current time truncated to whole milliseconds.
+
+    oxide-batch writes millisecond timestamps; writing the same precision
+    keeps digests that bind timestamps (the recovery evidence) stable when
+    oxide-batch reads the rows back.
+    """
+    moment = timezone.now()
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def not_before(moment: datetime, *bounds: datetime | None) -> datetime:
+    """
+    Return ``moment``, or the latest of ``bounds`` if that is later.
+
+    The schema requires ``updated_at``/``ended_at`` not to precede the times
+    already recorded; when this host's clock is behind the runtime's, the
+    recorded time is used rather than failing the check constraint.
+    """
+    latest = max([b for b in bounds if b is not None], default=moment)
+    return max(moment, latest)
+
+
+__all__ = ["DatabaseError", "alias", "atomic", "connection", "not_before", "now"]

@@ -1,0 +1,136 @@
+"""
+The request envelope of spec 4.1: who asks, under which operation id, why.
+
+ActorRef mapping
+    The actor reference of a signed-in user is ``user:<username>`` when the
+    username uses only the ActorRef alphabet (``A-Z a-z 0-9 . _ : @ -``) and
+    the whole reference fits in 128 bytes; otherwise it is ``uid:<primary
+    key>``. The two prefixes keep the mapping one-to-one: no username can
+    produce another user's reference, and the reference never carries a
+    credential (spec 9.2). Django's default username validator allows ``+``,
+    which is outside the alphabet, so such users are recorded by id.
+
+Operation ids
+    A fresh id (``bb-`` and 32 hex digits) is generated into every action
+    form when it is rendered. Submitting the same form twice therefore sends
+    the same id, and the second submission replays the recorded outcome
+    instead of acting again.
+
+Reason codes
+    Operators pick a reason from :data:`REASON_CODES`; they never type one.
+    The list is batchboard's own (oxide-batch defines none, spec 11.5); only
+    ``UNKNOWN_EFFECT`` carries meaning in the contract: it is the one reason
+    that lets recovery mark an execution with an unknown commit as failed
+    (spec 5.4). STOP carries no reason, as in oxide-batch, so its request
+    digest equals the one oxide-batch computes.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils.translation import gettext_lazy as _
+
+from batchboard.actions.results import InvalidRequest
+
+ACTOR_REF_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
+OPERATION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+REASON_CODE_RE = re.compile(r"^[A-Z0-9_]{1,64}$")
+
+STOP = "STOP"
+ABANDON = "ABANDON"
+RECOVER = "RECOVER"
+HOLD = "HOLD"
+RELEASE_HOLD = "RELEASE_HOLD"
+APPLY_PURGE = "APPLY_PURGE"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One reason an operator may give, and the actions it applies to."""
+
+    code: str
+    label: Any
+    actions: tuple[str, ...]
+
+
+#: The reasons operators pick from, per action. Add a reason here (never in a
+#: form) to offer it; the service refuses any code not listed for the action.
+REASON_CODES: tuple[Reason, ...] = (
+    Reason("OPERATOR_DECISION", _("Operator decision"), (ABANDON, RECOVER)),
+    Reason("HOST_LOST", _("The host running it was lost"), (ABANDON, RECOVER)),
+    Reason("PROCESS_CRASHED", _("The owning process crashed"), (ABANDON, RECOVER)),
+    Reason(
+        "UNKNOWN_EFFECT",
+        _("The effect of the last commit is unknown (checked by hand)"),
+        (RECOVER,),
+    ),
+    Reason("DUPLICATE_RUN", _("Duplicate run, superseded"), (ABANDON, RECOVER)),
+    Reason("BAD_INPUT_DATA", _("Bad input data, will not be rerun"), (ABANDON,)),
+    Reason("AUDIT", _("Kept for an audit"), (HOLD,)),
+    Reason("INCIDENT_INVESTIGATION", _("Kept for an incident investigation"), (HOLD,)),
+    Reason("LEGAL_HOLD", _("Legal hold"), (HOLD,)),
+    Reason("HOLD_NO_LONGER_NEEDED", _("No longer needed"), (RELEASE_HOLD,)),
+    Reason("PLACED_IN_ERROR", _("Placed in error"), (RELEASE_HOLD,)),
+    Reason("RETENTION_POLICY", _("Retention policy"), (APPLY_PURGE,)),
+    Reason("STORAGE_PRESSURE", _("Storage pressure"), (APPLY_PURGE,)),
+)
+
+
+def reasons_for(action: str) -> list[Reason]:
+    """Return the reasons offered for ``action``, in the documented order."""
+    return [reason for reason in REASON_CODES if action in reason.actions]
+
+
+def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> str:
+    if not isinstance(value, str) or value == "":
+        raise InvalidRequest(_("The %(what)s is empty.") % {"what": what})
+    if len(value.encode("utf-8")) > limit:
+        raise InvalidRequest(
+            _("The %(what)s is longer than %(limit)s bytes.")
+            % {"what": what, "limit": limit}
+        )
+    if not pattern.match(value):
+        raise InvalidRequest(
+            _("The %(what)s contains a character that is not allowed.")
+            % {"what": what}
+        )
+    return value
+
+
+def validate_operation_id(value: object) -> str:
+    """Return ``value`` if it is a valid OperationId, else raise InvalidRequest."""
+    return _field(value, OPERATION_ID_RE, str(_("operation id")), 64)
+
+
+def validate_actor_ref(value: object) -> str:
+    """Return ``value`` if it is a valid ActorRef, else raise InvalidRequest."""
+    return _field(value, ACTOR_REF_RE, str(_("actor reference")), 128)
+
+
+def validate_reason(value: object, action: str) -> str:
+    """Return ``value`` if it is a valid ReasonCode offered for ``action``."""
+    code = _field(value, REASON_CODE_RE, str(_("reason code")), 64)
+    if code not in {reason.code for reason in reasons_for(action)}:
+        raise InvalidRequest(
+            _("%(code)s is not one of the reasons offered for %(action)s.")
+            % {"code": code, "action": action}
+        )
+    return code
+
+
+def new_operation_id() -> str:
+    """Return a fresh operation id for a form about to be rendered."""
+    return f"bb-{uuid.uuid4().hex}"
+
+
+def actor_ref_for(user: Any) -> str:
+    """Return the ActorRef recorded for ``user`` (see the module docstring)."""
+    username = str(user.get_username())
+    candidate = f"user:{username}"
+    if username and ACTOR_REF_RE.match(candidate):
+        return candidate
+    return f"uid:{user.pk}"

@@ -1,0 +1,497 @@
+"""
+STOP, ABANDON and RECOVER: the operator-request service of spec 4.
+
+Each call runs the protocol of spec 4.3:
+
+1. replay probe by ``(action, operation_id)``: the same request digest
+   returns the recorded outcome as REPLAYED; a different one raises
+   :class:`OperationIdConflict`;
+2. guards and effect in one transaction, the execution row locked
+   (``SELECT ... FOR UPDATE``) and every update a compare-and-swap on
+   ``version``; the APPLIED audit row is inserted in the same transaction;
+3. a guard rejection rolls the transaction back and records a REJECTED row
+   in a transaction of its own;
+4. a failed audit insert (normally the same operation id committed by a
+   concurrent submission) re-probes: REPLAYED, a conflict, or
+   :class:`ConcurrentModification`;
+5. a failed commit raises :class:`OperationOutcomeUnknown`; the operator
+   resubmits the same form, whose operation id then reports the outcome.
+
+A request naming an execution that does not exist is refused with
+:class:`TargetNotFound` and not audited: the audit row's foreign key cannot
+name a missing execution (spec 4.4).
+
+The write-side repository's transition primitive is not used here: each
+action needs one narrow UPDATE (a stop request that bumps no version, the
+ABANDONED transition, the recovery update of spec 5.5), written below as a
+compare-and-swap on the locked row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import DatabaseError
+from django.utils.translation import gettext_lazy as _
+
+from batchboard import schema
+from batchboard.actions import _db, envelope, permissions, recovery
+from batchboard.actions.results import (
+    APPLIED,
+    REJECTED,
+    REPLAYED,
+    ActionResult,
+    ConcurrentModification,
+    EvidenceStale,
+    InvalidRequest,
+    NotRecoverable,
+    OperationIdConflict,
+    OperationOutcomeUnknown,
+    TargetNotFound,
+)
+from batchboard.digests import RecoveryArgument, request_digest
+from batchboard.models import JobExecution, OperatorRequest, RecoveryDecision
+
+_LOCKED_FIELDS = (
+    "id",
+    "job_instance_id",
+    "status",
+    "version",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "updated_at",
+    "failure_category",
+    "failure_id",
+)
+
+
+class Rejection(Exception):
+    """A guard refused the request; recorded as REJECTED with ``code``."""
+
+    def __init__(self, code: str) -> None:
+        assert code in schema.REJECTION_CODES
+        self.code = code
+        super().__init__(code)
+
+
+@dataclass(frozen=True)
+class Request:
+    """The envelope of one execution-targeted operator request."""
+
+    action: str
+    operation_id: str
+    actor_ref: str
+    execution_id: int
+    expected_version: int
+    reason_code: str | None
+    digest: bytes
+
+    @property
+    def authorization_class(self) -> str:
+        return permissions.ACTION_CLASSES[self.action]
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What the effect did: statuses before and after, and the instance."""
+
+    instance_id: int
+    prior_status: str
+    result_status: str
+    changed: bool
+
+
+def _result(row: OperatorRequest, outcome: str, changed: bool) -> ActionResult:
+    return ActionResult(
+        outcome=outcome,
+        action=row.action,
+        operation_id=row.operation_id,
+        recorded_outcome=row.outcome_class,
+        audit_model="operatorrequest",
+        audit_id=row.pk,
+        rejection_code=row.rejection_code,
+        prior_status=row.prior_status,
+        result_status=row.result_status,
+        execution_id=row.job_execution_id,
+        instance_id=row.job_instance_id,
+        changed=changed,
+    )
+
+
+def _probe(request: Request) -> ActionResult | None:
+    """Return the recorded outcome as REPLAYED, or None if the id is new."""
+    row = (
+        OperatorRequest.objects.using(_db.alias())
+        .filter(action=request.action, operation_id=request.operation_id)
+        .first()
+    )
+    if row is None:
+        return None
+    if bytes(row.request_digest) != request.digest:
+        raise OperationIdConflict(request.operation_id)
+    return _result(row, REPLAYED, changed=False)
+
+
+def _audit(
+    request: Request, at: datetime, effect: Effect | None, code: str | None
+) -> OperatorRequest:
+    return OperatorRequest.objects.using(_db.alias()).create(
+        job_instance_id=effect.instance_id if effect else None,
+        job_execution_id=request.execution_id,
+        action=request.action,
+        authorization_class=request.authorization_class,
+        operation_id=request.operation_id,
+        actor_ref=request.actor_ref,
+        reason_code=request.reason_code,
+        request_digest=request.digest,
+        observed_version=request.expected_version,
+        prior_status=effect.prior_status if effect else None,
+        result_status=effect.result_status if effect else None,
+        outcome_class=APPLIED if effect else REJECTED,
+        rejection_code=code,
+        requested_at=at,
+    )
+
+
+def _after_failed_insert(request: Request) -> ActionResult:
+    replay = _probe(request)
+    if replay is None:
+        raise ConcurrentModification()
+    return replay
+
+
+def _run(request: Request, effect: Callable[[JobExecution, datetime], Effect]) -> ActionResult:
+    """Run one request through the replay, effect and audit protocol."""
+    replay = _probe(request)
+    if replay is not None:
+        return replay
+    at = _db.now()
+    committed = False
+    try:
+        with _db.atomic():
+            execution = (
+                JobExecution.objects.using(_db.alias())
+                .select_for_update()
+                .only(*_LOCKED_FIELDS)
+                .filter(pk=request.execution_id)
+                .first()
+            )
+            if execution is None:
+                raise TargetNotFound(str(_("execution")), request.execution_id)
+            done = effect(execution, at)
+            row = _audit(request, at, done, None)
+            committed = True
+    except Rejection as rejection:
+        return _reject(request, at, rejection.code)
+    except DatabaseError as error:
+        if committed:
+            # The block ran to its end, so the failure came from COMMIT: the
+            # transaction may or may not have been applied (spec 4.3.6).
+            raise OperationOutcomeUnknown(request.operation_id) from error
+        return _after_failed_insert(request)
+    return _result(row, APPLIED, changed=done.changed)
+
+
+def _reject(request: Request, at: datetime, code: str) -> ActionResult:
+    """Record a REJECTED row in its own transaction (spec 4.3.3)."""
+    try:
+        with _db.atomic():
+            row = _audit(request, at, None, code)
+    except DatabaseError:
+        return _after_failed_insert(request)
+    return _result(row, REJECTED, changed=False)
+
+
+def _compare_and_swap(execution: JobExecution, **values: Any) -> None:
+    """Update the locked row if its version is unchanged, else reject."""
+    updated = (
+        JobExecution.objects.using(_db.alias())
+        .filter(pk=execution.pk, version=execution.version)
+        .update(**values)
+    )
+    if updated != 1:
+        raise Rejection("OPTIMISTIC_CONFLICT")
+
+
+def _target(execution_id: int) -> str:
+    return f"execution:{execution_id}"
+
+
+def _ids(execution_id: object, expected_version: object) -> tuple[int, int]:
+    try:
+        ident = int(execution_id)  # type: ignore[call-overload]
+        version = int(expected_version)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as error:
+        raise InvalidRequest(_("The execution id and version must be numbers.")) from error
+    if ident <= 0 or version < 0 or version > 2**63 - 1 or ident > 2**63 - 1:
+        raise InvalidRequest(_("The execution id or version is out of range."))
+    return ident, version
+
+
+# -- STOP (spec 4.5, 4.6) ---------------------------------------------------------
+
+
+def stop_execution(
+    *, user: Any, execution_id: int, expected_version: int, operation_id: str
+) -> ActionResult:
+    """
+    Request a cooperative stop of one execution (Lifecycle).
+
+    STARTING/STARTED: record the stop request (no status change, no version
+    bump; the owning runtime moves it to STOPPING). STOPPING or finished:
+    APPLIED without change. UNKNOWN: rejected INVALID_STATE.
+    """
+    permissions.require(user, envelope.STOP)
+    ident, version = _ids(execution_id, expected_version)
+    actor = envelope.actor_ref_for(user)
+    request = Request(
+        action=envelope.STOP,
+        operation_id=envelope.validate_operation_id(operation_id),
+        actor_ref=actor,
+        execution_id=ident,
+        expected_version=version,
+        reason_code=None,
+        digest=request_digest(
+            action=envelope.STOP,
+            target=_target(ident),
+            expected_version=version,
+            reason_code=None,
+        ),
+    )
+
+    def effect(execution: JobExecution, at: datetime) -> Effect:
+        status = execution.status
+        if status in ("STARTING", "STARTED"):
+            if execution.version != version:
+                raise Rejection("OPTIMISTIC_CONFLICT")
+            _compare_and_swap(
+                execution,
+                stop_requested_at=at,
+                stop_requested_by=actor,
+                updated_at=_db.not_before(at, execution.updated_at),
+            )
+            return Effect(execution.job_instance_id, status, status, changed=True)
+        if status == "STOPPING" or status in schema.FINISHED:
+            return Effect(execution.job_instance_id, status, status, changed=False)
+        raise Rejection("INVALID_STATE")
+
+    return _run(request, effect)
+
+
+# -- ABANDON (spec 4.5, 2.1) ------------------------------------------------------
+
+
+def abandon_execution(
+    *,
+    user: Any,
+    execution_id: int,
+    expected_version: int,
+    reason_code: str,
+    operation_id: str,
+) -> ActionResult:
+    """
+    Mark one execution ABANDONED, a terminal state (Destructive).
+
+    STOPPED/FAILED, and UNKNOWN once a recovery decision exists, transition
+    with their failure and end time kept; ABANDONED is APPLIED without
+    change; anything else is rejected INVALID_STATE, UNKNOWN without a
+    decision UNRESOLVED_RECOVERY_REQUIRED, a moved version OPTIMISTIC_CONFLICT.
+    """
+    permissions.require(user, envelope.ABANDON)
+    ident, version = _ids(execution_id, expected_version)
+    reason = envelope.validate_reason(reason_code, envelope.ABANDON)
+    request = Request(
+        action=envelope.ABANDON,
+        operation_id=envelope.validate_operation_id(operation_id),
+        actor_ref=envelope.actor_ref_for(user),
+        execution_id=ident,
+        expected_version=version,
+        reason_code=reason,
+        digest=request_digest(
+            action=envelope.ABANDON,
+            target=_target(ident),
+            expected_version=version,
+            reason_code=reason,
+        ),
+    )
+
+    def effect(execution: JobExecution, at: datetime) -> Effect:
+        status = execution.status
+        if status == "ABANDONED":
+            return Effect(execution.job_instance_id, status, status, changed=False)
+        if status == "UNKNOWN":
+            decided = (
+                RecoveryDecision.objects.using(_db.alias())
+                .filter(job_execution_id=execution.pk)
+                .exists()
+            )
+            if not decided:
+                raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
+        elif status not in ("STOPPED", "FAILED"):
+            raise Rejection("INVALID_STATE")
+        if execution.version != version:
+            raise Rejection("OPTIMISTIC_CONFLICT")
+        moment = _db.not_before(
+            at, execution.created_at, execution.started_at, execution.ended_at,
+            execution.updated_at,
+        )
+        _compare_and_swap(
+            execution,
+            status="ABANDONED",
+            ended_at=execution.ended_at or moment,
+            updated_at=moment,
+            version=version + 1,
+        )
+        return Effect(execution.job_instance_id, status, "ABANDONED", changed=True)
+
+    return _run(request, effect)
+
+
+# -- RECOVER (spec 4.5, 5.4, 5.5) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Directive:
+    """
+    A recovery directive: mark failed with a failure, or abandon.
+
+    ``category`` is a FAILURE_CATEGORY name (upper case, as stored);
+    ``failure_id`` a positive opaque reference such as an incident number.
+    """
+
+    resulting_status: str
+    category: str | None = None
+    failure_id: int | None = None
+
+    @classmethod
+    def mark_failed(cls, category: str, failure_id: int) -> Directive:
+        return cls("FAILED", category, failure_id)
+
+    @classmethod
+    def abandon(cls) -> Directive:
+        return cls("ABANDONED")
+
+    def validated(self) -> Directive:
+        if self.resulting_status == "ABANDONED":
+            return Directive.abandon()
+        if self.resulting_status != "FAILED":
+            raise InvalidRequest(_("The directive must be mark failed or abandon."))
+        category = str(self.category or "").upper()
+        if category not in schema.FAILURE_CATEGORIES:
+            raise InvalidRequest(_("Pick a failure category from the list."))
+        try:
+            failure_id = int(self.failure_id)  # type: ignore[arg-type]
+        except (TypeError, ValueError) as error:
+            raise InvalidRequest(_("The failure id must be a number.")) from error
+        if not 0 < failure_id <= 2**63 - 1:
+            raise InvalidRequest(_("The failure id must be a positive number."))
+        return Directive("FAILED", category, failure_id)
+
+
+def recover_execution(
+    *,
+    user: Any,
+    execution_id: int,
+    expected_version: int,
+    evidence_digest: bytes,
+    unknown_commit: bool,
+    directive: Directive,
+    reason_code: str,
+    operation_id: str,
+) -> ActionResult:
+    """
+    Apply a reviewed recovery proposal (Destructive).
+
+    The proposal is re-read on the server under the execution's row lock:
+    a moved version is rejected OPTIMISTIC_CONFLICT (audited); changed
+    evidence at the same version raises :class:`EvidenceStale` and an
+    execution that is unresolved but not stale :class:`NotRecoverable`
+    (neither is audited: the request was never valid). Then the guards of
+    spec 4.5 run; the decision row, the execution update and the audit row
+    commit together.
+    """
+    permissions.require(user, envelope.RECOVER)
+    ident, version = _ids(execution_id, expected_version)
+    reason = envelope.validate_reason(reason_code, envelope.RECOVER)
+    directive = directive.validated()
+    if not isinstance(evidence_digest, bytes | bytearray) or len(evidence_digest) != 32:
+        raise InvalidRequest(_("The evidence digest must be 32 bytes."))
+    argument = RecoveryArgument(
+        resulting_status=directive.resulting_status,  # type: ignore[arg-type]
+        evidence_digest=bytes(evidence_digest),
+        unknown_commit=bool(unknown_commit),
+        category=directive.category,
+        failure_id=directive.failure_id,
+    )
+    actor = envelope.actor_ref_for(user)
+    request = Request(
+        action=envelope.RECOVER,
+        operation_id=envelope.validate_operation_id(operation_id),
+        actor_ref=actor,
+        execution_id=ident,
+        expected_version=version,
+        reason_code=reason,
+        digest=request_digest(
+            action=envelope.RECOVER,
+            target=_target(ident),
+            expected_version=version,
+            reason_code=reason,
+            arguments=argument,
+        ),
+    )
+
+    def effect(execution: JobExecution, at: datetime) -> Effect:
+        if execution.version != version:
+            raise Rejection("OPTIMISTIC_CONFLICT")
+        # Re-propose under the lock: the evidence compared is the evidence
+        # the decision is taken on.
+        proposal = recovery.propose(ident)
+        if (
+            proposal.digest != bytes(evidence_digest)
+            or proposal.evidence.unknown_commit != bool(unknown_commit)
+        ):
+            raise EvidenceStale()
+        if (
+            unknown_commit
+            and directive.resulting_status == "FAILED"
+            and reason != "UNKNOWN_EFFECT"
+        ):
+            raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
+        if execution.status not in schema.UNRESOLVED:
+            raise Rejection("INVALID_STATE")
+        if not proposal.is_candidate:
+            raise NotRecoverable(proposal.verdict_text())
+        decided_at = _db.not_before(
+            at, execution.created_at, execution.started_at, execution.updated_at
+        )
+        _compare_and_swap(
+            execution,
+            status=directive.resulting_status,
+            ended_at=decided_at,
+            updated_at=decided_at,
+            failure_category=directive.category,
+            failure_id=directive.failure_id,
+            version=version + 1,
+        )
+        RecoveryDecision.objects.using(_db.alias()).create(
+            job_execution_id=ident,
+            execution_version=version,
+            prior_status=execution.status,
+            resulting_status=directive.resulting_status,
+            reason_code=reason,
+            operator_reference=actor,
+            evidence_digest=bytes(evidence_digest),
+            decided_at=decided_at,
+        )
+        return Effect(
+            execution.job_instance_id,
+            execution.status,
+            directive.resulting_status,
+            changed=True,
+        )
+
+    return _run(request, effect)

@@ -1,0 +1,210 @@
+"""
+What an action returns, and the errors it raises instead.
+
+An action that was decided returns an :class:`ActionResult`: APPLIED (the
+effect happened, or was a recorded no-op), REJECTED (a guard refused it; the
+refusal is audited) or REPLAYED (the operation id was seen before with the
+same request; nothing was done again and the recorded outcome is reported).
+Everything else is an :class:`ActionError` whose message is written for the
+operator: it names ids, versions, statuses and codes, never a payload or a
+database message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.translation import gettext_lazy as _
+
+APPLIED = "APPLIED"
+REJECTED = "REJECTED"
+REPLAYED = "REPLAYED"
+
+# Operator-facing explanations of the rejection codes an action can record.
+REJECTION_TEXT: dict[str, Any] = {
+    "OPTIMISTIC_CONFLICT": _(
+        "Someone else changed the execution after you loaded it (its version "
+        "moved on). Review its fresh state and decide again."
+    ),
+    "INVALID_STATE": _("The execution's status does not allow this action."),
+    "UNRESOLVED_RECOVERY_REQUIRED": _(
+        "The execution may have committed work nobody can see. Record a "
+        "recovery decision first, or mark it failed only with the reason "
+        "UNKNOWN_EFFECT after checking the effect by hand."
+    ),
+    "EXECUTION_NOT_FOUND": _("The execution does not exist."),
+    "INSTANCE_NOT_FOUND": _("The job instance does not exist."),
+}
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """
+    The decided outcome of one operator or retention action.
+
+    ``audit_model`` is ``"operatorrequest"`` or ``"retentionaction"`` and
+    ``audit_id`` the row that records the outcome (for REPLAYED, the row
+    recorded the first time). ``recorded_outcome`` is APPLIED or REJECTED:
+    the outcome stored in that row.
+    """
+
+    outcome: str
+    action: str
+    operation_id: str
+    recorded_outcome: str
+    audit_model: str
+    audit_id: int
+    rejection_code: str | None = None
+    prior_status: str | None = None
+    result_status: str | None = None
+    execution_id: int | None = None
+    instance_id: int | None = None
+    changed: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def replayed(self) -> bool:
+        return self.outcome == REPLAYED
+
+    @property
+    def rejected(self) -> bool:
+        return self.recorded_outcome == REJECTED
+
+    def explanation(self) -> str:
+        """Return one sentence telling the operator what happened."""
+        if self.recorded_outcome == REJECTED:
+            text = str(REJECTION_TEXT.get(self.rejection_code or "", ""))
+            prefix = (
+                _("This operation was already recorded as rejected")
+                if self.replayed
+                else _("Rejected")
+            )
+            return f"{prefix} ({self.rejection_code}). {text}".strip()
+        if self.replayed:
+            return str(
+                _(
+                    "This operation was already applied; nothing was done "
+                    "again. The recorded outcome is shown."
+                )
+            )
+        if not self.changed:
+            return str(
+                _("Applied without change: the %(what)s was already in that state.")
+                % {"what": _("execution") if self.execution_id else _("instance")}
+            )
+        return str(_("Applied."))
+
+
+class ActionError(Exception):
+    """An action could not be decided; ``message`` is for the operator."""
+
+    #: Short machine-readable name, shown beside the message.
+    code = "ACTION_ERROR"
+
+    def __init__(self, message: Any) -> None:
+        self.message = str(message)
+        super().__init__(self.message)
+
+
+class InvalidRequest(ActionError):
+    """The submitted request is malformed (envelope or arguments)."""
+
+    code = "INVALID_REQUEST"
+
+
+class OperationIdConflict(ActionError):
+    """The operation id was already used for a different request."""
+
+    code = "OPERATION_ID_CONFLICT"
+
+    def __init__(self, operation_id: str) -> None:
+        super().__init__(
+            _(
+                "Operation id %(id)s was already used for a different request; "
+                "nothing was done. Reload the page to get a fresh form."
+            )
+            % {"id": operation_id}
+        )
+
+
+class OperationOutcomeUnknown(ActionError):
+    """The commit failed or its result was lost: the outcome is unknown."""
+
+    code = "OPERATION_OUTCOME_UNKNOWN"
+
+    def __init__(self, operation_id: str) -> None:
+        super().__init__(
+            _(
+                "The database did not confirm operation %(id)s, so its outcome "
+                "is unknown. Submit the same form again: the same operation id "
+                "will report the recorded outcome, or act if nothing was recorded."
+            )
+            % {"id": operation_id}
+        )
+
+
+class ConcurrentModification(ActionError):
+    """A concurrent writer changed the rows the action depended on."""
+
+    code = "CONCURRENT_MODIFICATION"
+
+    def __init__(self) -> None:
+        super().__init__(
+            _(
+                "The metadata changed while the action ran and nothing was "
+                "recorded. Reload the page and try again."
+            )
+        )
+
+
+class TargetNotFound(ActionError):
+    """The execution or instance does not exist; a refusal cannot be audited."""
+
+    code = "NOT_FOUND"
+
+    def __init__(self, what: str, ident: int) -> None:
+        super().__init__(
+            _(
+                "%(what)s #%(id)s does not exist (perhaps it was purged). An "
+                "audit row must reference an existing %(what_lower)s, so this "
+                "refusal could not be recorded."
+            )
+            % {"what": what.capitalize(), "id": ident, "what_lower": what}
+        )
+
+
+class EvidenceStale(ActionError):
+    """The recovery evidence changed since the proposal was reviewed."""
+
+    code = "RECOVERY_EVIDENCE_STALE"
+
+    def __init__(self) -> None:
+        super().__init__(
+            _(
+                "The recovery evidence changed since you reviewed the proposal "
+                "(the execution, its latest step or its markers moved on). "
+                "Nothing was recorded; review the new proposal."
+            )
+        )
+
+
+class NotRecoverable(ActionError):
+    """The execution is not a recovery candidate (not stale, or owned)."""
+
+    code = "NOT_A_RECOVERY_CANDIDATE"
+
+
+class PlanStale(ActionError):
+    """A purge plan no longer matches the metadata; nothing was deleted."""
+
+    code = "RETENTION_PLAN_STALE"
+
+    def __init__(self, detail: Any) -> None:
+        super().__init__(
+            _(
+                "The purge plan is stale: %(detail)s Nothing was deleted and "
+                "nothing was recorded. Make a new plan and review it."
+            )
+            % {"detail": detail}
+        )

@@ -1,0 +1,649 @@
+"""
+Holds and purges (spec 6): HOLD, RELEASE_HOLD, the purge plan, APPLY_PURGE.
+
+Replays
+    oxide-batch replays a retention operation id without comparing the
+    request (spec 6.3.1). batchboard compares what the recorded row holds:
+    the instance and reason of a hold or release, the reason, plan digest
+    and batch bound of a purge. A mismatch raises
+    :class:`OperationIdConflict`, as for operator requests.
+
+The restart-chain rule (spec 11.2)
+    A purge plan never contains an execution that a surviving execution
+    still references: a candidate is left out when an execution outside the
+    plan restarts it (``restart_of_execution_id``), when a flow decision of
+    an execution outside the plan names one of its steps as source
+    (``source_step_execution_id``), or when a partition under a step outside
+    the plan names one of its steps as worker (``worker_step_execution_id``).
+    Leaving one out can make another referenced, so the rule is applied
+    until nothing changes. A restart chain is therefore purged only when
+    every execution of it qualifies in the same plan; otherwise its older
+    part waits. Decisions reused by surviving decisions do not block: their
+    ``reused_decision_id`` is cleared, as oxide-batch does. The plan page
+    lists what the rule left out. Applying re-checks the rule inside the
+    transaction, so an apply never fails half-way on a foreign key.
+
+Apply re-validates every candidate under row locks (instances first, so a
+concurrent restart or hold waits): the same version, status in the set,
+still older than the minimum age, the instance unheld and without an
+unresolved execution, and the rule above. Any difference deletes nothing,
+records nothing and raises :class:`PlanStale`. The age and job name are
+re-checked too (oxide-batch does not), so a hand-made candidate list cannot
+purge anything the plan's inputs would not select.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import DatabaseError
+from django.db.models import Exists, OuterRef, QuerySet
+from django.utils.translation import gettext_lazy as _
+
+from batchboard import schema
+from batchboard.actions import _db, envelope, permissions
+from batchboard.actions.results import (
+    APPLIED,
+    REPLAYED,
+    ActionResult,
+    ConcurrentModification,
+    InvalidRequest,
+    OperationIdConflict,
+    OperationOutcomeUnknown,
+    PlanStale,
+    TargetNotFound,
+)
+from batchboard.digests import ParameterError, plan_digest, validate_name
+from batchboard.models import (
+    FlowDecision,
+    JobExecution,
+    JobInstance,
+    RetentionAction,
+    StepPartition,
+)
+
+MIN_AGE_SECONDS = 3600
+DEFAULT_AGE_SECONDS = 30 * 24 * 3600
+MAX_BATCH = 1000
+DEFAULT_BATCH = 1000
+
+#: The seven counted tables, in the order of the audit row's columns.
+COUNT_FIELDS = (
+    "deleted_flow_decisions",
+    "deleted_recovery_decisions",
+    "deleted_operator_requests",
+    "deleted_step_partitions",
+    "deleted_step_executions",
+    "deleted_job_executions",
+    "deleted_job_instances",
+)
+
+
+def _retention_result(row: RetentionAction, outcome: str, changed: bool) -> ActionResult:
+    return ActionResult(
+        outcome=outcome,
+        action=row.action,
+        operation_id=row.operation_id,
+        recorded_outcome=row.outcome_class,
+        audit_model="retentionaction",
+        audit_id=row.pk,
+        instance_id=row.job_instance_id,
+        changed=changed,
+        counts={name: getattr(row, name) for name in COUNT_FIELDS},
+    )
+
+
+def _probe(action: str, operation_id: str, **expected: Any) -> ActionResult | None:
+    row = (
+        RetentionAction.objects.using(_db.alias())
+        .filter(action=action, operation_id=operation_id)
+        .first()
+    )
+    if row is None:
+        return None
+    for name, value in expected.items():
+        recorded = getattr(row, name)
+        if isinstance(recorded, memoryview):
+            recorded = bytes(recorded)
+        if recorded != value:
+            raise OperationIdConflict(operation_id)
+    return _retention_result(row, REPLAYED, changed=False)
+
+
+# -- holds (spec 6.1) -------------------------------------------------------------
+
+
+def _hold(
+    action: str, *, user: Any, instance_id: object, reason_code: str, operation_id: str
+) -> ActionResult:
+    permissions.require(user, action)
+    try:
+        ident = int(instance_id)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as error:
+        raise InvalidRequest(_("The instance id must be a number.")) from error
+    reason = envelope.validate_reason(reason_code, action)
+    op = envelope.validate_operation_id(operation_id)
+    actor = envelope.actor_ref_for(user)
+    expected = {"job_instance_id": ident, "reason_code": reason}
+    replay = _probe(action, op, **expected)
+    if replay is not None:
+        return replay
+    at = _db.now()
+    committed = False
+    try:
+        with _db.atomic():
+            instance = (
+                JobInstance.objects.using(_db.alias())
+                .select_for_update()
+                .only("id", "hold_actor", "hold_reason", "hold_placed_at")
+                .filter(pk=ident)
+                .first()
+            )
+            if instance is None:
+                raise TargetNotFound(str(_("job instance")), ident)
+            if action == envelope.HOLD:
+                values = {"hold_actor": actor, "hold_reason": reason, "hold_placed_at": at}
+                changed = (instance.hold_actor, instance.hold_reason) != (actor, reason)
+            else:
+                values = {"hold_actor": None, "hold_reason": None, "hold_placed_at": None}
+                changed = instance.hold_actor is not None
+            JobInstance.objects.using(_db.alias()).filter(pk=ident).update(**values)
+            row = RetentionAction.objects.using(_db.alias()).create(
+                job_instance_id=ident,
+                action=action,
+                operation_id=op,
+                actor_ref=actor,
+                reason_code=reason,
+                outcome_class=APPLIED,
+                applied_at=at,
+            )
+            committed = True
+    except DatabaseError as error:
+        if committed:
+            raise OperationOutcomeUnknown(op) from error
+        replay = _probe(action, op, **expected)
+        if replay is None:
+            raise ConcurrentModification() from error
+        return replay
+    return _retention_result(row, APPLIED, changed=changed)
+
+
+def place_hold(
+    *, user: Any, instance_id: int, reason_code: str, operation_id: str
+) -> ActionResult:
+    """Place (or overwrite) a hold on one job instance; purges then skip it."""
+    return _hold(
+        envelope.HOLD,
+        user=user,
+        instance_id=instance_id,
+        reason_code=reason_code,
+        operation_id=operation_id,
+    )
+
+
+def release_hold(
+    *, user: Any, instance_id: int, reason_code: str, operation_id: str
+) -> ActionResult:
+    """Release the hold on one job instance (recorded even if none was placed)."""
+    return _hold(
+        envelope.RELEASE_HOLD,
+        user=user,
+        instance_id=instance_id,
+        reason_code=reason_code,
+        operation_id=operation_id,
+    )
+
+
+# -- purge plan (spec 6.2) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PurgeCriteria:
+    """The validated inputs of a purge plan."""
+
+    job_name: str
+    statuses: tuple[str, ...]
+    min_age_seconds: int
+    batch: int
+
+    @classmethod
+    def validated(
+        cls,
+        *,
+        job_name: object,
+        statuses: Iterable[str] | None = None,
+        min_age_seconds: object = DEFAULT_AGE_SECONDS,
+        batch: object = DEFAULT_BATCH,
+    ) -> PurgeCriteria:
+        try:
+            name = validate_name(str(job_name or ""), what="job name")
+        except ParameterError as error:
+            raise InvalidRequest(_("Enter a job name of 1 to 128 bytes.")) from error
+        wanted = set(statuses) if statuses is not None else set(schema.FINISHED)
+        if not wanted:
+            raise InvalidRequest(_("Pick at least one finished status."))
+        if not wanted <= set(schema.FINISHED):
+            raise InvalidRequest(_("Only finished statuses can be purged."))
+        try:
+            age = int(min_age_seconds)  # type: ignore[call-overload]
+            size = int(batch)  # type: ignore[call-overload]
+        except (TypeError, ValueError) as error:
+            raise InvalidRequest(_("The age and batch must be whole numbers.")) from error
+        if not MIN_AGE_SECONDS <= age <= 2**63 - 1:
+            raise InvalidRequest(_("The minimum age is at least one hour (3600 s)."))
+        if not 1 <= size <= MAX_BATCH:
+            raise InvalidRequest(_("The batch is 1 to 1000 executions."))
+        ordered = tuple(s for s in schema.FINISHED if s in wanted)
+        return cls(name, ordered, age, size)
+
+
+@dataclass(frozen=True)
+class PurgePlan:
+    """
+    A reviewed purge: its criteria, candidates, counts and digest.
+
+    ``candidates`` are ``(instance id, execution id, version)`` in
+    ``(instance, execution)`` order; ``left_out`` the execution ids the
+    restart-chain rule kept; ``counts`` the rows per table that would go,
+    keyed like the audit row's columns.
+    """
+
+    criteria: PurgeCriteria
+    candidates: tuple[tuple[int, int, int], ...]
+    left_out: tuple[int, ...]
+    counts: dict[str, int]
+    digest: bytes
+
+    @property
+    def digest_hex(self) -> str:
+        return self.digest.hex()
+
+    def candidates_text(self) -> str:
+        """Return the candidates as ``instance:execution:version`` words."""
+        return " ".join(f"{i}:{e}:{v}" for i, e, v in self.candidates)
+
+
+def parse_candidates(text: object) -> tuple[tuple[int, int, int], ...]:
+    """Parse :meth:`PurgePlan.candidates_text` back, refusing anything else."""
+    out = []
+    for word in str(text or "").split():
+        parts = word.split(":")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            raise InvalidRequest(_("The plan's candidate list is malformed."))
+        out.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    if len(out) > MAX_BATCH:
+        raise InvalidRequest(_("The plan's candidate list is too long."))
+    return tuple(out)
+
+
+def _threshold(criteria: PurgeCriteria, at: datetime) -> datetime:
+    return at - timedelta(seconds=criteria.min_age_seconds)
+
+
+def _eligible(criteria: PurgeCriteria, at: datetime) -> QuerySet[JobExecution]:
+    """Return the executions the survey selects (before the chain rule)."""
+    unresolved_siblings = JobExecution.objects.using(_db.alias()).filter(
+        job_instance_id=OuterRef("job_instance_id"), status__in=schema.UNRESOLVED
+    )
+    return (
+        JobExecution.objects.using(_db.alias())
+        .filter(
+            job_instance__job_name=criteria.job_name,
+            job_instance__hold_actor__isnull=True,
+            status__in=criteria.statuses,
+            updated_at__lt=_threshold(criteria, at),
+        )
+        .exclude(Exists(unresolved_siblings))
+    )
+
+
+def _referenced(planned: set[int]) -> set[int]:
+    """Return the planned executions that an execution outside ``planned`` needs."""
+    if not planned:
+        return set()
+    ids = list(planned)
+    using = _db.alias()
+    restarted = (
+        JobExecution.objects.using(using)
+        .filter(restart_of_execution_id__in=ids)
+        .exclude(pk__in=ids)
+        .values_list("restart_of_execution_id", flat=True)
+    )
+    sourced = (
+        FlowDecision.objects.using(using)
+        .filter(source_step_execution__job_execution_id__in=ids)
+        .exclude(job_execution_id__in=ids)
+        .values_list("source_step_execution__job_execution_id", flat=True)
+    )
+    worked = (
+        StepPartition.objects.using(using)
+        .filter(worker_step_execution__job_execution_id__in=ids)
+        .exclude(step_execution__job_execution_id__in=ids)
+        .values_list("worker_step_execution__job_execution_id", flat=True)
+    )
+    return set(restarted) | set(sourced) | set(worked)
+
+
+def _apply_chain_rule(planned: set[int]) -> tuple[set[int], set[int]]:
+    """Drop referenced candidates until none is left; return (kept, left out)."""
+    kept = set(planned)
+    while True:
+        blocked = _referenced(kept)
+        if not blocked:
+            return kept, planned - kept
+        kept -= blocked
+
+
+def _in(ids: Sequence[int]) -> str:
+    return ", ".join(["%s"] * len(ids))
+
+
+def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str, int]:
+    """Count the rows a purge of ``executions`` deletes, per audit column."""
+    counts = dict.fromkeys(COUNT_FIELDS, 0)
+    if not executions:
+        return counts
+    e = _in(executions)
+    steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
+    statements = {
+        "deleted_flow_decisions": (
+            f"SELECT COUNT(*) FROM ob_flow_decision WHERE job_execution_id IN ({e})"
+        ),
+        "deleted_recovery_decisions": (
+            f"SELECT COUNT(*) FROM ob_recovery_decision WHERE job_execution_id IN ({e})"
+        ),
+        "deleted_step_partitions": (
+            f"SELECT COUNT(*) FROM ob_step_partition WHERE step_execution_id IN ({steps})"
+        ),
+        "deleted_step_executions": (
+            f"SELECT COUNT(*) FROM ob_step_execution WHERE job_execution_id IN ({e})"
+        ),
+    }
+    with _db.connection().cursor() as cursor:
+        for name, sql in statements.items():
+            cursor.execute(sql, list(executions))
+            counts[name] = int(cursor.fetchone()[0])
+        emptied = _emptied(cursor, executions, instances)
+        cursor.execute(
+            f"SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IN ({e})",
+            list(executions),
+        )
+        requests = int(cursor.fetchone()[0])
+        if emptied:
+            cursor.execute(
+                "SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IS NULL"
+                f" AND job_instance_id IN ({_in(emptied)})",
+                emptied,
+            )
+            requests += int(cursor.fetchone()[0])
+    counts["deleted_operator_requests"] = requests
+    counts["deleted_job_executions"] = len(executions)
+    counts["deleted_job_instances"] = len(emptied)
+    return counts
+
+
+def _emptied(cursor: Any, executions: Sequence[int], instances: Sequence[int]) -> list[int]:
+    """Return the instances that have no execution outside ``executions``."""
+    if not instances:
+        return []
+    cursor.execute(
+        f"SELECT i.id FROM ob_job_instance i WHERE i.id IN ({_in(instances)})"
+        " AND NOT EXISTS (SELECT 1 FROM ob_job_execution x"
+        f" WHERE x.job_instance_id = i.id AND x.id NOT IN ({_in(executions)}))"
+        " ORDER BY i.id",
+        list(instances) + list(executions),
+    )
+    return [int(row[0]) for row in cursor.fetchall()]
+
+
+def plan_purge(
+    *,
+    user: Any,
+    job_name: object,
+    statuses: Iterable[str] | None = None,
+    min_age_seconds: object = DEFAULT_AGE_SECONDS,
+    batch: object = DEFAULT_BATCH,
+) -> PurgePlan:
+    """Survey what a purge would delete (Read); change nothing."""
+    permissions.require(user, "PLAN_PURGE")
+    criteria = PurgeCriteria.validated(
+        job_name=job_name, statuses=statuses, min_age_seconds=min_age_seconds, batch=batch
+    )
+    at = _db.now()
+    with _db.atomic():
+        surveyed = list(
+            _eligible(criteria, at)
+            .order_by("job_instance_id", "id")
+            .values_list("job_instance_id", "id", "version")[: criteria.batch]
+        )
+        kept, left_out = _apply_chain_rule({e for _i, e, _v in surveyed})
+        candidates = tuple((i, e, v) for i, e, v in surveyed if e in kept)
+        counts = _count_rows(
+            [e for _i, e, _v in candidates], sorted({i for i, _e, _v in candidates})
+        )
+    return PurgePlan(
+        criteria=criteria,
+        candidates=candidates,
+        left_out=tuple(sorted(left_out)),
+        counts=counts,
+        digest=_digest(criteria, candidates),
+    )
+
+
+def _digest(criteria: PurgeCriteria, candidates: Iterable[tuple[int, int, int]]) -> bytes:
+    return plan_digest(
+        job_name=criteria.job_name,
+        statuses=criteria.statuses,
+        min_age_seconds=criteria.min_age_seconds,
+        batch=criteria.batch,
+        candidates=candidates,
+    )
+
+
+# -- purge apply (spec 6.3) -------------------------------------------------------
+
+
+def _revalidate(
+    criteria: PurgeCriteria, candidates: Sequence[tuple[int, int, int]], at: datetime
+) -> None:
+    """Lock the plan's rows and raise PlanStale unless it still holds."""
+    using = _db.alias()
+    instances = sorted({i for i, _e, _v in candidates})
+    executions = [e for _i, e, _v in candidates]
+    locked_instances = {
+        row.pk: row
+        for row in JobInstance.objects.using(using)
+        .select_for_update()
+        .only("id", "job_name", "hold_actor")
+        .filter(pk__in=instances)
+        .order_by("pk")
+    }
+    rows = {
+        row.pk: row
+        for row in JobExecution.objects.using(using)
+        .select_for_update()
+        .only("id", "job_instance_id", "status", "version", "updated_at")
+        .filter(pk__in=executions)
+        .order_by("pk")
+    }
+    threshold = _threshold(criteria, at)
+    for instance_id, execution_id, version in candidates:
+        instance = locked_instances.get(instance_id)
+        row = rows.get(execution_id)
+        if instance is None or row is None or row.job_instance_id != instance_id:
+            raise PlanStale(
+                _("execution #%(id)s is gone.") % {"id": execution_id}
+            )
+        if instance.hold_actor is not None:
+            raise PlanStale(
+                _("instance #%(id)s is now held.") % {"id": instance_id}
+            )
+        if (
+            row.version != version
+            or row.status not in criteria.statuses
+            or instance.job_name != criteria.job_name
+            or not row.updated_at < threshold
+        ):
+            raise PlanStale(
+                _("execution #%(id)s changed since the plan.") % {"id": execution_id}
+            )
+    unresolved = (
+        JobExecution.objects.using(using)
+        .filter(job_instance_id__in=instances, status__in=schema.UNRESOLVED)
+        .values_list("id", flat=True)
+        .first()
+    )
+    if unresolved is not None:
+        raise PlanStale(
+            _("execution #%(id)s of a planned instance is running.") % {"id": unresolved}
+        )
+    if _referenced(set(executions)):
+        raise PlanStale(_("a newer execution now references a planned one."))
+
+
+def _delete(executions: Sequence[int], instances: Sequence[int]) -> dict[str, int]:
+    """Delete in the order of spec 6.3 and return the counts actually deleted."""
+    counts = dict.fromkeys(COUNT_FIELDS, 0)
+    if not executions:
+        return counts
+    e = _in(executions)
+    ids = list(executions)
+    steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
+    with _db.connection().cursor() as cursor:
+
+        def run(sql: str, params: list[int]) -> int:
+            cursor.execute(sql, params)
+            return int(cursor.rowcount)
+
+        # (1) Decisions that reused a planned decision keep their own row.
+        run(
+            "UPDATE ob_flow_decision SET reused_decision_id = NULL WHERE"
+            f" reused_decision_id IN (SELECT id FROM ob_flow_decision"
+            f" WHERE job_execution_id IN ({e}))",
+            ids,
+        )
+        counts["deleted_flow_decisions"] = run(
+            f"DELETE FROM ob_flow_decision WHERE job_execution_id IN ({e})", ids
+        )
+        counts["deleted_recovery_decisions"] = run(
+            f"DELETE FROM ob_recovery_decision WHERE job_execution_id IN ({e})", ids
+        )
+        requests = run(
+            f"DELETE FROM ob_operator_request WHERE job_execution_id IN ({e})", ids
+        )
+        counts["deleted_step_partitions"] = run(
+            f"DELETE FROM ob_step_partition WHERE step_execution_id IN ({steps})", ids
+        )
+        # Component state is deleted but not counted (the audit row has no
+        # column for it).
+        run(f"DELETE FROM ob_component_state WHERE step_execution_id IN ({steps})", ids)
+        counts["deleted_step_executions"] = run(
+            f"DELETE FROM ob_step_execution WHERE job_execution_id IN ({e})", ids
+        )
+        if _db.connection().vendor == "sqlite":
+            # SQLite checks RESTRICT row by row, so a restart chain deleted in
+            # one statement trips over itself; PostgreSQL checks at the end
+            # of the statement (and the retention role may not update this
+            # column there).
+            run(
+                "UPDATE ob_job_execution SET restart_of_execution_id = NULL"
+                f" WHERE id IN ({e})",
+                ids,
+            )
+        counts["deleted_job_executions"] = run(
+            f"DELETE FROM ob_job_execution WHERE id IN ({e})", ids
+        )
+        emptied = _emptied(cursor, executions, instances)
+        if emptied:
+            placeholders = _in(emptied)
+            requests += run(
+                "DELETE FROM ob_operator_request WHERE job_execution_id IS NULL"
+                f" AND job_instance_id IN ({placeholders})",
+                emptied,
+            )
+            run(
+                "UPDATE ob_retention_action SET job_instance_id = NULL"
+                f" WHERE job_instance_id IN ({placeholders})",
+                emptied,
+            )
+            counts["deleted_job_instances"] = run(
+                f"DELETE FROM ob_job_instance WHERE id IN ({placeholders})", emptied
+            )
+        counts["deleted_operator_requests"] = requests
+    return counts
+
+
+def apply_purge(
+    *,
+    user: Any,
+    criteria: PurgeCriteria,
+    candidates: Sequence[tuple[int, int, int]],
+    plan_digest_hex: str,
+    reason_code: str,
+    operation_id: str,
+) -> ActionResult:
+    """
+    Delete a reviewed plan's history (Destructive), or nothing at all.
+
+    ``plan_digest_hex`` is the digest the operator reviewed; it must match
+    the criteria and candidates submitted with it.
+    """
+    permissions.require(user, envelope.APPLY_PURGE)
+    reason = envelope.validate_reason(reason_code, envelope.APPLY_PURGE)
+    op = envelope.validate_operation_id(operation_id)
+    try:
+        reviewed = bytes.fromhex(str(plan_digest_hex).strip().lower())
+    except ValueError as error:
+        raise InvalidRequest(_("The plan digest must be 64 hex digits.")) from error
+    if len(reviewed) != 32:
+        raise InvalidRequest(_("The plan digest must be 64 hex digits."))
+    if len(candidates) > criteria.batch:
+        raise InvalidRequest(_("The plan has more candidates than its batch."))
+    if _digest(criteria, candidates) != reviewed:
+        raise InvalidRequest(
+            _("The plan digest does not match the plan submitted with it.")
+        )
+    expected = {"reason_code": reason, "plan_digest": reviewed, "batch_bound": criteria.batch}
+    replay = _probe(envelope.APPLY_PURGE, op, **expected)
+    if replay is not None:
+        return replay
+    actor = envelope.actor_ref_for(user)
+    at = _db.now()
+    instances = sorted({i for i, _e, _v in candidates})
+    executions = [e for _i, e, _v in candidates]
+    committed = False
+    try:
+        with _db.atomic():
+            _revalidate(criteria, candidates, at)
+            counts = _delete(executions, instances)
+            row = RetentionAction.objects.using(_db.alias()).create(
+                job_instance_id=None,
+                action=envelope.APPLY_PURGE,
+                operation_id=op,
+                actor_ref=actor,
+                reason_code=reason,
+                plan_digest=reviewed,
+                batch_bound=criteria.batch,
+                outcome_class=APPLIED,
+                applied_at=at,
+                **counts,
+            )
+            committed = True
+    except PlanStale:
+        # A concurrent submission of the same form may have purged the
+        # plan first: then this one is its replay, not a stale plan.
+        replay = _probe(envelope.APPLY_PURGE, op, **expected)
+        if replay is not None:
+            return replay
+        raise
+    except DatabaseError as error:
+        if committed:
+            raise OperationOutcomeUnknown(op) from error
+        replay = _probe(envelope.APPLY_PURGE, op, **expected)
+        if replay is None:
+            raise ConcurrentModification() from error
+        return replay
+    return _retention_result(row, APPLIED, changed=bool(executions))
