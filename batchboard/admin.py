@@ -79,7 +79,9 @@ class LookaheadPaginator(Paginator):
         """Return the number of rows up to the end of the lookahead window."""
         start = (self.page_hint - 1) * self.per_page
         window = self.per_page * LOOKAHEAD_PAGES + 1
-        found = len(self.object_list.values_list("pk", flat=True)[start : start + window])
+        found = len(
+            self.object_list.values_list("pk", flat=True)[start : start + window]
+        )
         return start + found
 
 
@@ -108,7 +110,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     ordering: Sequence[str] = ("-id",)
     deferred: tuple[str, ...] = ()
 
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+    def has_add_permission(
+        self, request: HttpRequest, obj: Model | None = None
+    ) -> bool:
         return False
 
     def has_change_permission(
@@ -195,7 +199,9 @@ class JobDefinitionAdmin(ReadOnlyAdmin):
                 Q(from_definition=obj) | Q(to_definition=obj)
             )
             .select_related("from_definition", "to_definition")
-            .defer("step_mapping", "from_definition__manifest", "to_definition__manifest")
+            .defer(
+                "step_mapping", "from_definition__manifest", "to_definition__manifest"
+            )
             .order_by("registered_at")
         )
         rows = [
@@ -266,7 +272,9 @@ class JobInstanceAdmin(ReadOnlyAdmin):
             spec = parameters[name]
             kind = spec.get("type") if isinstance(spec, dict) else None
             rows.append((name, str(kind).upper() if kind else "?"))
-        return format_html("<ul>{}</ul>", format_html_join("", "<li>{} ({})</li>", rows))
+        return format_html(
+            "<ul>{}</ul>", format_html_join("", "<li>{} ({})</li>", rows)
+        )
 
 
 class _DescriptorMixin:

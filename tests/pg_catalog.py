@@ -44,9 +44,16 @@ def describe(cursor: Any, schema: str = "oxide_batch") -> dict[str, Any]:
     out: dict[str, Any] = {}
     cursor.execute("SELECT set_config('search_path', 'pg_catalog', true)")
     cursor.execute(COLUMNS, [schema])
-    for table, _num, column, type_, not_null, default, collation, ident in (
-        cursor.fetchall()
-    ):
+    for (
+        table,
+        _num,
+        column,
+        type_,
+        not_null,
+        default,
+        collation,
+        ident,
+    ) in cursor.fetchall():
         entry = out.setdefault(table, {"columns": [], "constraints": {}, "indexes": {}})
         entry["columns"].append(
             {

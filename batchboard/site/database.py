@@ -45,7 +45,19 @@ def parse_database_url(
         path = Path(raw[1:]) if raw.startswith("/") else Path(raw)
         if not path.is_absolute():
             path = base_dir / path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path)}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(path),
+            # The demo serves pages while its simulator writes: WAL lets
+            # readers run beside the writer, IMMEDIATE transactions take the
+            # write lock up front instead of failing half-way with "database
+            # is locked", and the timeout waits out the other writer.
+            "OPTIONS": {
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+        }
     if scheme in ("postgres", "postgresql", "pgsql"):
         name = unquote(parts.path.lstrip("/"))
         if not name:

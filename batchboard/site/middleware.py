@@ -13,7 +13,7 @@ from batchboard.site.database import explain_database_error
 logger = logging.getLogger("batchboard.site")
 
 PAGE = (
-    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">'
     "<title>batchboard: database unavailable</title></head><body>"
     "<h1>batchboard cannot read its database right now.</h1>"
     "<p>The administrator can run <code>manage.py check --database "

@@ -84,7 +84,7 @@ def test_migrate_with_metadata_in_the_default_database(tmp_path: Path) -> None:
         after = _catalog(name)
         assert after["schemas"]["oxide_batch"] == before["schemas"]["oxide_batch"]
         assert after["namespaces"] == before["namespaces"]
-        created = {r for r in after["relations"]} - set(before["relations"])
+        created = set(after["relations"]) - set(before["relations"])
         assert {r[0] for r in created} == {"public"}
         assert ("public", "django_migrations", "r") in created
         assert all(r[1].startswith(("django_", "auth_")) for r in created)

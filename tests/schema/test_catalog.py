@@ -13,7 +13,9 @@ from django.db import connections
 from batchboard import conf, schema
 from tests.pg_catalog import describe
 
-REFERENCE = Path(__file__).resolve().parent.parent / "data" / "oxide_batch_v4_catalog.json"
+REFERENCE = (
+    Path(__file__).resolve().parent.parent / "data" / "oxide_batch_v4_catalog.json"
+)
 
 
 def _reference() -> dict[str, Any]:

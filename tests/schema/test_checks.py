@@ -70,7 +70,9 @@ def test_missing_row() -> None:
     """An empty ob_schema_version gives E012."""
     _execute("DELETE FROM ob_schema_version")
     with ATTACHED:
-        assert _ids(checks.schema_messages(conf.database_alias())) == ["batchboard.E012"]
+        assert _ids(checks.schema_messages(conf.database_alias())) == [
+            "batchboard.E012"
+        ]
 
 
 @pytest.mark.parametrize(

@@ -207,9 +207,7 @@ BAD = {
         target_node_id="next", terminal_kind="COMPLETE"
     ),
     "flow with neither target nor terminal": _flow(),
-    "rejection code on an applied request": _request(
-        rejection_code="INVALID_STATE"
-    ),
+    "rejection code on an applied request": _request(rejection_code="INVALID_STATE"),
     "rejected request without a code": _request(outcome_class="REJECTED"),
     "unstorable rejection code": _request(
         outcome_class="REJECTED", rejection_code="UNSUPPORTED_ACTION"
@@ -220,7 +218,9 @@ BAD = {
     "inline component without payload": _component(payload=None),
     "component payload not an object": _component(payload=b"[1]"),
     "external component with payload": _component(
-        payload_kind="EXTERNAL", external_content_id=b"\x09" * 32, external_encoded_len=3
+        payload_kind="EXTERNAL",
+        external_content_id=b"\x09" * 32,
+        external_encoded_len=3,
     ),
 }
 

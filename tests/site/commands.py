@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
@@ -63,11 +64,13 @@ def server_url() -> str:
     return os.environ["DATABASE_URL"]
 
 
-def url_for(database: str) -> str:
-    """Return a URL for ``database`` on the same server as the suite's."""
-    base = server_url()
-    head, _, _ = base.rpartition("/")
-    return f"{head}/{database}"
+def url_for(database: str, *, user: str | None = None) -> str:
+    """Return a URL for ``database`` on the suite's server, as ``user`` if given."""
+    parts = urlsplit(server_url())
+    netloc = parts.netloc
+    if user is not None:
+        netloc = f"{user}@{netloc.rpartition('@')[2]}"
+    return urlunsplit((parts.scheme, netloc, f"/{database}", parts.query, ""))
 
 
 def scratch_name(suffix: str) -> str:

@@ -15,7 +15,12 @@ from django.urls import reverse
 
 from batchboard import conf
 from batchboard.admin import LOOKAHEAD_PAGES, LookaheadPaginator, ReadOnlyAdmin
-from batchboard.models import DefinitionUpgrade, JobDefinition, JobExecution, JobInstance
+from batchboard.models import (
+    DefinitionUpgrade,
+    JobDefinition,
+    JobExecution,
+    JobInstance,
+)
 from tests.site.history import OWNER_TOKEN, SECRET, T0, History, create_history
 
 REGISTERED = [
@@ -89,9 +94,7 @@ def test_change_page_loads_redacted(
 ) -> None:
     """Each change page renders read-only without payloads or token bytes."""
     obj = next(o for o in history.objects() if type(o) is model)
-    url = reverse(
-        f"admin:batchboard_{model._meta.model_name}_change", args=[obj.pk]
-    )
+    url = reverse(f"admin:batchboard_{model._meta.model_name}_change", args=[obj.pk])
     response = viewer.get(url)
     assert response.status_code == 200
     body = response.content.decode()

@@ -41,7 +41,9 @@ def _sentence(stderr: str) -> str:
         ("BATCHBOARD_DATABASE_URL", "postgresql://db:5432/", "names no database"),
     ],
 )
-def test_wrong_database_url(variable: str, url: str, words: str, tmp_path: Path) -> None:
+def test_wrong_database_url(
+    variable: str, url: str, words: str, tmp_path: Path
+) -> None:
     """A malformed URL stops manage.py with a sentence naming the variable."""
     env = {"DJANGO_DEBUG": "1", "DATABASE_URL": f"sqlite:///{tmp_path}/d.sqlite3"}
     result = manage("check", env={**env, variable: url})

@@ -1,0 +1,61 @@
+# batchboard: the README's two commands.
+#
+#   make demo   virtual environment, embedded SQLite database, demo history,
+#               demo login, then serve on http://127.0.0.1:8000/ with the
+#               simulator writing live history beside the server.
+#   make test   virtual environment, then the test suite (SQLite unless
+#               DATABASE_URL names a PostgreSQL database).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+SEED ?= 42
+PYTEST_ARGS ?=
+
+# The demo always runs on the embedded SQLite file in the checkout, whatever
+# the caller's environment says about databases.
+DEMO_ENV := BATCHBOARD_DEMO=1 DJANGO_DEBUG=1 BATCHBOARD_SCHEMA=managed \
+	DATABASE_URL=sqlite:///$(CURDIR)/db.sqlite3 BATCHBOARD_DATABASE_URL=
+MANAGE := $(BIN)/python manage.py
+HAS_HISTORY := import sys; from batchboard.models import JobExecution; \
+	sys.exit(0 if JobExecution.objects.exists() else 1)
+
+.PHONY: demo test venv serve
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "batchboard needs Python 3.11 or newer: run make PYTHON=python3.12 (or another 3.11+ interpreter).")'
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when the requirements or the package metadata change.
+$(VENV)/.installed: $(BIN)/python requirements.txt pyproject.toml
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(DEMO_ENV) $(MANAGE) migrate --no-input
+	@if $(DEMO_ENV) $(MANAGE) shell --verbosity 0 --command "$(HAS_HISTORY)"; then \
+		echo "Demo history already seeded; keeping it."; \
+	else \
+		echo "Seeding demo history (seed $(SEED))..."; \
+		$(DEMO_ENV) $(MANAGE) batchboard_seed --seed $(SEED); \
+	fi
+	$(DEMO_ENV) $(MANAGE) batchboard_demo_login --address http://$(HOST):$(PORT)/
+	@$(MAKE) --no-print-directory serve
+
+# The simulator keeps writing history while the server runs and stops with
+# it, whether the server is interrupted (Ctrl-C) or exits on its own.
+serve:
+	@echo ""
+	@echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo  (Ctrl-C stops)"
+	@echo ""
+	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate & simulator=$$!; \
+		trap "kill $$simulator 2>/dev/null; wait $$simulator 2>/dev/null" EXIT INT TERM; \
+		$(MANAGE) runserver --noreload $(HOST):$(PORT)'
+
+test: venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,0 +1,47 @@
+"""Migrate the host site and load batchboard's pages through it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hostsite.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth.models import Permission, User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.urls import reverse  # noqa: E402
+
+import batchboard  # noqa: E402
+
+
+def main() -> None:
+    call_command("migrate", verbosity=0, interactive=False)
+    call_command("check", databases=["default"], fail_level="WARNING")
+    user = User.objects.create_user("host-operator", password="x", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="batchboard", codename__startswith="view_"
+        )
+    )
+    client = Client()
+    client.force_login(user)
+    changelist = client.get("/admin/batchboard/jobexecution/")
+    assert changelist.status_code == 200, changelist.status_code
+    assert b"job execution" in changelist.content
+    index = reverse("batchboard:index")
+    assert index.startswith("/ops/batch/"), index
+    page = client.get(index, follow=True)
+    assert page.status_code == 200, page.status_code
+    print(f"batchboard from {os.path.dirname(batchboard.__file__)}")
+    print(f"django {django.get_version()}")
+    print(f"changelist {changelist.status_code}; {index} {page.status_code}")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
