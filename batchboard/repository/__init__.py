@@ -42,18 +42,41 @@ from batchboard.repository.lifecycle import (
     UNRESOLVED,
     Failure,
 )
+from batchboard.repository.flows import FlowsMixin, FlowTarget, pattern_matches
+from batchboard.repository.partitions import PartitionEntry, verify_partition
 from batchboard.repository.steps import (
     DEFAULT_START_LIMIT,
     ChunkCounts,
     ComponentStateInput,
     StatePayload,
-    StepsMixin,
 )
 
 
-class JobRepository(StepsMixin):
+class JobRepository(FlowsMixin):
     """
-    The job repository: definitions, instances, executions and steps.
+    The job repository: definitions, instances, executions, steps,
+    partitions and flow decisions.
+
+    The methods, by part (each documented where it is defined):
+
+    - definitions: :meth:`register_definition`, :meth:`register_upgrade`;
+    - instances: :meth:`get_or_create_instance`, :meth:`find_instance`,
+      :meth:`get_instance`;
+    - executions: :meth:`launch`, :meth:`create_execution`,
+      :meth:`transition_execution`, :meth:`enrich_execution_exit_status`,
+      :meth:`get_execution`, :meth:`latest_execution`;
+    - ownership and stop: :meth:`claim_execution`, :meth:`request_stop`,
+      :meth:`observe_control`;
+    - steps: :meth:`create_step`, :meth:`create_flow_step`,
+      :meth:`transition_step`, :meth:`enrich_step_exit_status`,
+      :meth:`commit_chunk`, :meth:`reserve_retry`, :meth:`get_step`,
+      :meth:`component_states`;
+    - partitions: :meth:`plan_partitions`, :meth:`restart_partitions`,
+      :meth:`assign_partition`, :meth:`complete_partition`,
+      :meth:`aggregate_partitions`, :meth:`partitions`,
+      :meth:`get_partition`;
+    - flows: :meth:`append_flow_decision`,
+      :meth:`find_reusable_flow_decision`, :meth:`flow_decisions`.
 
     ``JobRepository(using=None, clock=None)``: ``using`` overrides the
     metadata alias, ``clock`` the source of timestamps (any object with
@@ -75,13 +98,17 @@ __all__ = [
     "Definition",
     "ExecutionControl",
     "Failure",
+    "FlowTarget",
+    "PartitionEntry",
     "JobParameter",
     "JobRepository",
     "ManualClock",
     "RepositoryError",
     "StatePayload",
     "SystemClock",
+    "pattern_matches",
     "truncate_ms",
+    "verify_partition",
     *sorted(
         name
         for name, value in vars(errors).items()

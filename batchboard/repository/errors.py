@@ -357,8 +357,8 @@ class PartitionPlanNotCommitted(RepositoryError):
         super().__init__(f"step {step_execution_id} has no committed partition plan")
 
 
-class PartitionNotFound(RepositoryError):
-    code = "PARTITION_NOT_FOUND"
+class StepPartitionNotFound(RepositoryError):
+    code = "STEP_PARTITION_NOT_FOUND"
 
     def __init__(self, partition_id: int) -> None:
         self.partition_id = partition_id
@@ -421,11 +421,11 @@ class PartitionAggregationIncomplete(RepositoryError):
 class PartitionStateCorrupt(RepositoryError):
     code = "PARTITION_STATE_CORRUPT"
 
-    def __init__(self, partition_id: int) -> None:
+    def __init__(self, reason: str, *, partition_id: int | None = None) -> None:
+        self.reason = reason
         self.partition_id = partition_id
-        super().__init__(
-            f"step partition {partition_id} fails its context checksum"
-        )
+        subject = f"step partition {partition_id}" if partition_id else "partition state"
+        super().__init__(f"{subject} is inconsistent: {reason}")
 
 
 class PartitionCountOverflow(RepositoryError):
