@@ -77,7 +77,11 @@ class PageSizeOutOfRange(ExplorerInputError):
 
 
 class FilterInvalid(ExplorerInputError):
-    pass
+    """A filter value is outside its closed set or range; ``param`` names it."""
+
+    def __init__(self, message: str, param: str = "") -> None:
+        super().__init__(message)
+        self.param = param
 
 
 @dataclass
@@ -121,7 +125,8 @@ def parse_status(raw: str | None) -> str:
         return ""
     if raw not in schema.STATUSES:
         raise FilterInvalid(
-            "Unknown status filter; use one of " + ", ".join(schema.STATUSES) + "."
+            "Unknown status filter; use one of " + ", ".join(schema.STATUSES) + ".",
+            "status",
         )
     return raw
 
@@ -133,11 +138,14 @@ def parse_age(raw: str | None, default: int) -> int:
     try:
         age = int(raw)
     except ValueError:
-        raise FilterInvalid("The age bound must be a whole number of seconds.") from None
+        raise FilterInvalid(
+            "The age bound must be a whole number of seconds.", "age"
+        ) from None
     if not MIN_UNRESOLVED_AGE <= age <= MAX_UNRESOLVED_AGE:
         raise FilterInvalid(
             f"The age bound must be at least {MIN_UNRESOLVED_AGE} seconds and at "
-            f"most {MAX_UNRESOLVED_AGE // 86400} days."
+            f"most {MAX_UNRESOLVED_AGE // 86400} days.",
+            "age",
         )
     return age
 
@@ -147,7 +155,7 @@ def parse_job_filter(raw: str | None) -> str:
     if not raw:
         return ""
     if len(raw.encode("utf-8")) > 128:
-        raise FilterInvalid("A job name holds at most 128 bytes.")
+        raise FilterInvalid("A job name holds at most 128 bytes.", "job")
     return raw
 
 
@@ -678,7 +686,9 @@ def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Pa
     The age is measured against the database server's clock, strictly.
     """
     if age_seconds < MIN_UNRESOLVED_AGE:
-        raise FilterInvalid(f"The age bound must be at least {MIN_UNRESOLVED_AGE} seconds.")
+        raise FilterInvalid(
+            f"The age bound must be at least {MIN_UNRESOLVED_AGE} seconds.", "age"
+        )
     window = _window(cursors.unresolved_executions(age_seconds), page_size, token)
     queryset = JobExecution.objects.using(_using()).filter(
         status__in=schema.UNRESOLVED, updated_at__lt=_older_than(age_seconds)

@@ -29,7 +29,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.middleware import HtmxDetails
 
 from batchboard import conf, cursors, queries, schema
-from batchboard.queries import ExplorerInputError, Page
+from batchboard.queries import Page
 
 logger = logging.getLogger("batchboard.explorer")
 
@@ -146,13 +146,13 @@ def explorer_view(
                     str(error),
                     _first_page_url(request, ("size",)),
                 )
-            except ExplorerInputError as error:
+            except queries.FilterInvalid as error:
                 return _error(
                     request,
                     400,
                     "Unknown filter value",
                     str(error),
-                    _first_page_url(request, ("status", "job", "age")),
+                    _first_page_url(request, (error.param,)),
                 )
             except NotFound as missing:
                 return _error(
@@ -611,10 +611,12 @@ def jump(request: HtmxHttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "execution")
     raw = (request.GET.get("id") or "").strip().lstrip("#")
     if kind not in JUMP_TARGETS:
-        raise queries.FilterInvalid("Jump to an execution, an instance or a step.")
+        raise queries.FilterInvalid(
+            "Jump to an execution, an instance or a step.", "kind"
+        )
     if not raw.isdigit() or not 0 < int(raw) <= cursors.MAX_KEY:
         raise queries.FilterInvalid(
-            "Type the numeric id of an execution, an instance or a step."
+            "Type the numeric id of an execution, an instance or a step.", "id"
         )
     return HttpResponseRedirect(reverse(JUMP_TARGETS[kind], args=[int(raw)]))
 

@@ -1,0 +1,155 @@
+"""
+Work per page is bounded: a constant number of statements whatever the page
+size and depth, no OFFSET, and on PostgreSQL the instances-of-a-job query
+walks the ``(job_name, id DESC)`` index even for a rare job deep in history.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from batchboard import queries
+from tests import factories
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+@pytest.fixture
+def deep(db: None) -> dict[str, Any]:
+    now = factories.now()
+    for index in range(8):
+        factories.definition(f"job-{index}")
+    instance = factories.instance("job-0", created_at=now - timedelta(days=2))
+    executions = [
+        factories.execution(instance, "FAILED", attempt=attempt, created_at=now - timedelta(days=1))
+        for attempt in range(1, 9)
+    ]
+    for _ in range(8):
+        factories.instance("job-0")
+    parent = executions[-1]
+    steps = [factories.step(parent, f"s{index}", "COMPLETED") for index in range(8)]
+    for ordinal in range(1, 9):
+        factories.partition(steps[0], f"p{ordinal}", ordinal)
+    for sequence in range(1, 9):
+        factories.flow_decision(parent, sequence, f"n{sequence}")
+        factories.operator_request(parent)
+    return {"instance": instance, "parent": parent, "step": steps[0]}
+
+
+def _count(client: Client, url: str, **headers: str) -> tuple[int, list[str]]:
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url, **headers)
+    assert response.status_code == 200, url
+    return len(captured.captured_queries), [query["sql"] for query in captured]
+
+
+def _deep_cursor(fetch: Any, depth: int) -> str:
+    token = None
+    for _ in range(depth):
+        token = fetch(token).next_cursor
+        assert token
+    return token
+
+
+LISTS = {
+    "overview": (lambda d: reverse("batchboard:index"), lambda d, t: queries.job_names(1, t)),
+    "job": (
+        lambda d: reverse("batchboard:job", args=["job-0"]),
+        lambda d, t: queries.instances("job-0", 1, t),
+    ),
+    "instance": (
+        lambda d: reverse("batchboard:instance", args=[d["instance"].pk]),
+        lambda d, t: queries.instance_executions(d["instance"].pk, 1, t),
+    ),
+    "executions": (
+        lambda d: reverse("batchboard:executions"),
+        lambda d, t: queries.recent_executions("", "", 1, t),
+    ),
+    "execution": (
+        lambda d: reverse("batchboard:execution", args=[d["parent"].pk]),
+        lambda d, t: queries.steps(d["parent"].pk, 1, t),
+    ),
+    "step": (
+        lambda d: reverse("batchboard:step", args=[d["step"].pk]),
+        lambda d, t: queries.partitions(d["step"].pk, 1, t),
+    ),
+    "flow": (
+        lambda d: reverse("batchboard:flow_decisions", args=[d["parent"].pk]),
+        lambda d, t: queries.flow_decisions(d["parent"].pk, 1, t),
+    ),
+    "requests": (
+        lambda d: reverse("batchboard:operator_requests", args=[d["parent"].pk]),
+        lambda d, t: queries.operator_requests(d["parent"].pk, 1, t),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", LISTS)
+def test_statements_per_page_do_not_grow(reader: Client, deep: dict[str, Any], name: str) -> None:
+    url_of, fetch = LISTS[name]
+    url = url_of(deep)
+    reader.get(url)  # warm the session and permission caches alike for every run
+    small, _ = _count(reader, url + "?size=1")
+    large, statements = _count(reader, url + "?size=500")
+    assert small == large
+    counts = set()
+    for depth in (1, 3, 6):
+        token = _deep_cursor(lambda t: fetch(deep, t), depth)
+        count, more = _count(reader, f"{url}?size=1&cursor={token}", **HTMX)
+        counts.add(count)
+        statements += more
+        plain, more = _count(reader, f"{url}?size=1&cursor={token}")
+        counts.add(plain - small)
+        statements += more
+    assert len(counts) <= 2, counts
+    assert max(counts) <= small
+    for sql in statements:
+        assert " OFFSET " not in sql.upper()
+
+
+def test_each_list_page_is_one_statement(deep: dict[str, Any]) -> None:
+    """The ceiling is captured inside the statement that reads the first page."""
+    for name, (_, fetch) in LISTS.items():
+        with CaptureQueriesContext(connection) as first:
+            page = fetch(deep, None)
+        with CaptureQueriesContext(connection) as later:
+            fetch(deep, page.next_cursor)
+        expected = 1
+        assert len(first) == expected, name
+        assert len(later) == expected, name
+
+
+def _seed_history_in_bulk(rare_at: int, total: int) -> None:
+    """Insert ``total`` instances of a busy job with a rare job's few early on."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_instance (job_name, instance_key, identifying_parameters, created_at) "
+            "SELECT CASE WHEN g BETWEEN %s AND %s + 4 THEN 'rare-job' ELSE 'busy-job' END, "
+            "sha256(g::text::bytea), '{}'::jsonb, now() FROM generate_series(1, %s) g",
+            [rare_at, rare_at, total],
+        )
+        cursor.execute("ANALYZE ob_job_instance")
+
+
+@pytest.mark.postgresql
+def test_instances_of_a_rare_job_use_the_name_index(db: None) -> None:
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    first = queries.instances("rare-job", 2)
+    assert len(first.rows) == 2 and first.next_cursor
+    for token in (None, first.next_cursor):
+        with CaptureQueriesContext(connection) as captured:
+            queries.instances("rare-job", 2, token)
+        (statement,) = captured.captured_queries
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN " + statement["sql"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "ob_job_instance_name_identity" in plan, plan
+        assert "Seq Scan on ob_job_instance" not in plan, plan
+        assert "Sort" not in plan.split("->")[0], plan
