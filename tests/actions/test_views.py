@@ -1,0 +1,286 @@
+"""The dashboard's action endpoints: permissions, CSRF, dialogs and results."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth.models import AnonymousUser, User
+from django.template.loader import render_to_string
+from django.test import Client, RequestFactory
+from django.urls import reverse
+
+from batchboard.models import JobExecution, JobInstance, OperatorRequest, RetentionAction
+from tests.actions import factories
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.urls("tests.actions.urls"),
+]
+
+HTMX = {"HX-Request": "true"}
+
+
+def _client(user: User | None, *, csrf: bool = False) -> Client:
+    client = Client(enforce_csrf_checks=csrf)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+def _form(html: str) -> dict[str, str]:
+    """Return the hidden inputs of the first form in ``html``."""
+    return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
+
+
+def _endpoints(execution: JobExecution, instance: JobInstance) -> list[tuple[str, str, str]]:
+    """Return (url, required class permission, method) for every action."""
+    return [
+        (reverse("batchboard:action_stop", args=[execution.pk]), "operate_lifecycle", "GET"),
+        (reverse("batchboard:action_stop", args=[execution.pk]), "operate_lifecycle", "POST"),
+        (reverse("batchboard:action_abandon", args=[execution.pk]), "operate_destructive", "GET"),
+        (reverse("batchboard:action_abandon", args=[execution.pk]), "operate_destructive", "POST"),
+        (reverse("batchboard:action_recover", args=[execution.pk]), "operate_destructive", "POST"),
+        (reverse("batchboard:action_hold", args=[instance.pk]), "operate_destructive", "POST"),
+        (reverse("batchboard:action_release", args=[instance.pk]), "operate_destructive", "POST"),
+        (reverse("batchboard:purge_apply"), "operate_destructive", "POST"),
+    ]
+
+
+def _post_data(execution: JobExecution) -> dict[str, str]:
+    return {
+        "operation_id": "op-denied",
+        "expected_version": str(execution.version),
+        "reason_code": "OPERATOR_DECISION",
+    }
+
+
+def test_each_class_is_enforced_on_the_server(
+    viewer_user: User, operator_user: User
+) -> None:
+    """Without its class a user gets 403 and nothing is written."""
+    execution = factories.execution("STARTED")
+    instance = execution.job_instance
+    for user in (viewer_user, operator_user):
+        client = _client(user)
+        for url, codename, method in _endpoints(execution, instance):
+            if user.has_perm(f"batchboard.{codename}"):
+                continue
+            response = (
+                client.get(url) if method == "GET" else client.post(url, _post_data(execution))
+            )
+            assert response.status_code == 403, (user, url, method)
+            assert "authorization class" in response.content.decode()
+    assert not OperatorRequest.objects.exists()
+    assert not RetentionAction.objects.exists()
+    fresh = JobExecution.objects.get(pk=execution.pk)
+    assert fresh.stop_requested_at is None
+    assert JobInstance.objects.get(pk=instance.pk).hold_actor is None
+
+
+def test_anonymous_users_are_sent_to_log_in() -> None:
+    execution = factories.execution("STARTED")
+    response = Client().post(reverse("batchboard:action_stop", args=[execution.pk]))
+    assert response.status_code == 302
+    assert not OperatorRequest.objects.exists()
+
+
+def test_the_purge_plan_is_a_read(viewer_user: User) -> None:
+    factories.execution("FAILED", updated_at=factories.ago(days=40))
+    response = _client(viewer_user).get(
+        reverse("batchboard:purge_plan"), {"job_name": "nightly-import"}
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "1 candidate execution" in body
+    assert "Apply this plan" not in body
+    anyone = factories.user("nobody")
+    assert _client(anyone).get(reverse("batchboard:purge_plan")).status_code == 403
+
+
+def test_csrf_is_required_on_every_action(admin_user: User) -> None:
+    execution = factories.execution("STARTED")
+    instance = execution.job_instance
+    client = _client(admin_user, csrf=True)
+    for url, _codename, method in _endpoints(execution, instance):
+        if method == "POST":
+            response = client.post(url, _post_data(execution))
+            assert response.status_code == 403, url
+    assert not OperatorRequest.objects.exists()
+    assert not RetentionAction.objects.exists()
+    assert JobExecution.objects.get(pk=execution.pk).stop_requested_at is None
+
+
+def test_stop_dialog_then_post_then_resubmit_replays(admin_user: User) -> None:
+    """The dialog fixes the operation id, so a resubmitted form replays."""
+    execution = factories.execution("STARTED")
+    client = _client(admin_user, csrf=True)
+    url = reverse("batchboard:action_stop", args=[execution.pk])
+    dialog = client.get(url, headers=HTMX)
+    html = dialog.content.decode()
+    assert dialog.status_code == 200
+    assert "<html" not in html
+    assert "LIFECYCLE" in html and f"execution #{execution.pk}" in html
+    form = _form(html)
+    assert form["operation_id"].startswith("bb-")
+    assert form["expected_version"] == "3"
+    first = client.post(url, form, headers=HTMX)
+    assert first.status_code == 200
+    assert "APPLIED" in first.content.decode()
+    assert "batchboard:action-applied" in first["HX-Trigger"]
+    again = client.post(url, form, headers=HTMX)
+    assert "REPLAYED" in again.content.decode()
+    assert OperatorRequest.objects.count() == 1
+    assert "admin/batchboard/operatorrequest/" in first.content.decode()
+
+
+def test_without_htmx_the_dialog_and_result_are_whole_pages(admin_user: User) -> None:
+    execution = factories.execution("FAILED")
+    client = _client(admin_user)
+    url = reverse("batchboard:action_abandon", args=[execution.pk])
+    page = client.get(url)
+    assert "<html" in page.content.decode()
+    assert "Operator decision (OPERATOR_DECISION)" in page.content.decode()
+    form = {**_form(page.content.decode()), "reason_code": "OPERATOR_DECISION"}
+    done = client.post(url, form)
+    assert "<html" in done.content.decode()
+    assert JobExecution.objects.get(pk=execution.pk).status == "ABANDONED"
+
+
+def test_a_conflict_offers_the_fresh_state(admin_user: User) -> None:
+    execution = factories.execution("FAILED")
+    client = _client(admin_user)
+    url = reverse("batchboard:action_abandon", args=[execution.pk])
+    form = {**_form(client.get(url).content.decode()), "reason_code": "HOST_LOST"}
+    JobExecution.objects.filter(pk=execution.pk).update(version=4)
+    body = client.post(url, form, headers=HTMX).content.decode()
+    assert "OPTIMISTIC_CONFLICT" in body
+    assert "Someone else changed this execution" in body
+    assert f'hx-get="{url}"' in body
+
+
+def test_operator_errors_are_messages_not_tracebacks(admin_user: User) -> None:
+    execution = factories.execution("FAILED")
+    client = _client(admin_user)
+    url = reverse("batchboard:action_abandon", args=[execution.pk])
+    bad = client.post(url, {"operation_id": "op", "expected_version": "x", "reason_code": "HOST_LOST"})
+    assert bad.status_code == 200
+    assert "must be numbers" in bad.content.decode()
+    missing = client.get(reverse("batchboard:action_abandon", args=[999999]))
+    assert missing.status_code == 404
+    gone = client.post(
+        reverse("batchboard:action_abandon", args=[999999]),
+        {"operation_id": "op", "expected_version": "1", "reason_code": "HOST_LOST"},
+    )
+    assert "could not be recorded" in gone.content.decode()
+
+
+def _buttons(template: str, user: User | AnonymousUser, **context: object) -> str:
+    request = RequestFactory().get("/")
+    request.user = user
+    return render_to_string(template, context, request=request)
+
+
+def test_buttons_appear_only_for_their_class(
+    viewer_user: User, operator_user: User, admin_user: User
+) -> None:
+    running = {"id": 5, "status": "STARTED"}
+    failed = {"id": 6, "status": "FAILED"}
+    held = {"id": 7, "hold_actor": "user:x"}
+    template = "batchboard/actions/execution_buttons.html"
+    viewer_html = _buttons(template, viewer_user, execution=running)
+    assert "Stop…" not in viewer_html and "Recovery proposal" in viewer_html
+    assert "Abandon…" not in _buttons(template, viewer_user, execution=failed)
+    assert "Stop…" in _buttons(template, operator_user, execution=running)
+    assert "Abandon…" not in _buttons(template, operator_user, execution=failed)
+    assert "Abandon…" in _buttons(template, admin_user, execution=failed)
+    assert "Stop…" not in _buttons(template, admin_user, execution=failed)
+    instance_template = "batchboard/actions/instance_buttons.html"
+    assert "hold" not in _buttons(instance_template, operator_user, instance=held).lower()
+    admin_html = _buttons(instance_template, admin_user, instance=held)
+    assert "Replace hold…" in admin_html and "Release hold…" in admin_html
+    row_template = "batchboard/actions/row_buttons.html"
+    assert "Recover…" not in _buttons(row_template, operator_user, execution=running)
+    assert "Recover…" in _buttons(row_template, admin_user, execution=running)
+    assert "Stop…" not in _buttons(row_template, viewer_user, execution=running)
+
+
+def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -> None:
+    execution = factories.execution("STARTED")
+    factories.step(execution, "STARTED")
+    url = reverse("batchboard:recovery_proposal", args=[execution.pk])
+    seen = _client(viewer_user).get(url).content.decode()
+    assert "Evidence digest" in seen and "Apply recovery" not in seen
+    client = _client(admin_user, csrf=True)
+    html = client.get(url, headers=HTMX).content.decode()
+    assert "Apply recovery" in html
+    form = {
+        **_form(html),
+        "directive": "FAILED",
+        "failure_category": "STALE_RECOVERED",
+        "failure_id": "12",
+        "reason_code": "HOST_LOST",
+    }
+    done = client.post(reverse("batchboard:action_recover", args=[execution.pk]), form, headers=HTMX)
+    assert "APPLIED" in done.content.decode()
+    assert JobExecution.objects.get(pk=execution.pk).failure_id == 12
+    stale = client.post(
+        reverse("batchboard:action_recover", args=[execution.pk]),
+        {**form, "operation_id": "op-other"},
+        headers=HTMX,
+    ).content.decode()
+    assert "OPTIMISTIC_CONFLICT" in stale
+
+
+def test_the_panel_stays_quiet_for_finished_executions(viewer_user: User) -> None:
+    execution = factories.execution("COMPLETED")
+    url = reverse("batchboard:recovery_proposal", args=[execution.pk])
+    assert _client(viewer_user).get(url + "?panel=1", headers=HTMX).content.decode().strip() == ""
+
+
+def test_hold_and_release_from_the_dashboard(admin_user: User) -> None:
+    instance = factories.instance()
+    client = _client(admin_user, csrf=True)
+    url = reverse("batchboard:action_hold", args=[instance.pk])
+    form = {**_form(client.get(url, headers=HTMX).content.decode()), "reason_code": "AUDIT"}
+    assert "APPLIED" in client.post(url, form, headers=HTMX).content.decode()
+    assert JobInstance.objects.get(pk=instance.pk).hold_reason == "AUDIT"
+    url = reverse("batchboard:action_release", args=[instance.pk])
+    form = {**_form(client.get(url).content.decode()), "reason_code": "PLACED_IN_ERROR"}
+    client.post(url, form)
+    assert JobInstance.objects.get(pk=instance.pk).hold_actor is None
+
+
+def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
+    old = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    client = _client(admin_user, csrf=True)
+    page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
+    html = page.content.decode()
+    assert "Apply this plan" in html
+    inputs = re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html)
+    data: dict[str, list[str]] = {}
+    for name, value in inputs:
+        data.setdefault(name, []).append(value)
+    data["reason_code"] = ["RETENTION_POLICY"]
+    JobExecution.objects.filter(pk=old.pk).update(version=9)
+    stale = client.post(reverse("batchboard:purge_apply"), data, headers=HTMX).content.decode()
+    assert "Nothing was deleted" in stale
+    assert JobExecution.objects.filter(pk=old.pk).exists()
+    page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
+    data = {}
+    for name, value in re.findall(
+        r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.content.decode()
+    ):
+        data.setdefault(name, []).append(value)
+    data["reason_code"] = ["RETENTION_POLICY"]
+    done = client.post(reverse("batchboard:purge_apply"), data, headers=HTMX).content.decode()
+    assert "APPLIED" in done and "deleted_job_executions" in done
+    assert not JobExecution.objects.filter(pk=old.pk).exists()
+
+
+def test_bad_plan_inputs_are_explained(viewer_user: User) -> None:
+    response = _client(viewer_user).get(
+        reverse("batchboard:purge_plan"), {"job_name": "x", "min_age_seconds": "5"}
+    )
+    assert response.status_code == 200
+    assert "at least one hour" in response.content.decode()

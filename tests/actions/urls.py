@@ -1,0 +1,17 @@
+"""The explorer's URLs with the actions included, as ``batchboard.urls`` will."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from batchboard import action_urls
+from batchboard import urls as explorer_urls
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path(
+        "",
+        include((explorer_urls.urlpatterns + action_urls.urlpatterns, "batchboard")),
+    ),
+]
