@@ -12,7 +12,6 @@ from django.db import DatabaseError, connections
 from batchboard import conf, schema
 
 
-
 def setting_hint(alias: str) -> str:
     """Name the setting that chooses the metadata database on ``alias``."""
     if alias == "default":

@@ -30,13 +30,19 @@ def _run(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> 
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Build the wheel from a copy of the sources, leaving the checkout clean."""
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Copy the package sources, so that the build leaves the checkout clean."""
     source = tmp_path_factory.mktemp("source")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(CHECKOUT / "batchboard", source / "batchboard", ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(CHECKOUT / name, source / name)
+    return source
+
+
+@pytest.fixture(scope="module")
+def wheel(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the wheel as a packager would, without dependencies."""
     dist = tmp_path_factory.mktemp("dist")
     _run(
         sys.executable,
@@ -54,12 +60,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_wheel_ships_templates_static_and_migrations(wheel: Path) -> None:
+def test_wheel_ships_templates_static_and_migrations(source: Path, wheel: Path) -> None:
     """Every file the app needs at run time is inside the wheel."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    package = CHECKOUT / "batchboard"
+    package = source / "batchboard"
     expected = {
-        path.relative_to(CHECKOUT).as_posix()
+        path.relative_to(source).as_posix()
         for folder in ("templates", "static", "migrations")
         for path in (package / folder).rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"

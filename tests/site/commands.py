@@ -18,10 +18,11 @@ from batchboard.site.database import parse_database_url
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 
-# Variables of the standalone site; each run starts without any of them so
-# that the caller's environment (and pytest-django's settings module) cannot
-# leak into the site under test.
+# Variables of the standalone site, and Django switches other tests set
+# (browser tests allow async-unsafe calls); each run starts without any of
+# them so that the caller's environment cannot leak into the site under test.
 SITE_VARIABLES = (
+    "DJANGO_ALLOW_ASYNC_UNSAFE",
     "DJANGO_SETTINGS_MODULE",
     "DATABASE_URL",
     "BATCHBOARD_DATABASE_URL",
