@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import replace_url
 from django_htmx.middleware import HtmxDetails
 
 from batchboard import conf, cursors, queries, schema
@@ -216,6 +217,7 @@ def _poll_seconds() -> int:
 
 def _base_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     return {
+        "first_url": _first_page_url(request, ()),
         "now": timezone.now(),
         "poll_seconds": _poll_seconds(),
         "unresolved_statuses": schema.UNRESOLVED,
@@ -231,8 +233,23 @@ def _list_response(
 ) -> HttpResponse:
     """Render the full page, or for htmx the rows (and the next sentinel)."""
     if _wants_fragment(request):
-        return render(request, rows_template, context)
+        return _rows(request, rows_template, context)
     return render(request, template, context)
+
+
+def _rows(
+    request: HtmxHttpRequest, template: str, context: dict[str, Any]
+) -> HttpResponse:
+    """
+    Render appended rows; the address bar then follows the cursor.
+
+    Only a page that added rows replaces the URL: a reload or a shared link
+    shows that page, never the empty page after a full last one.
+    """
+    response = render(request, template, context)
+    if _cursor(request) and context["page"].rows:
+        replace_url(response, request.get_full_path())
+    return response
 
 
 def _int_id(value: int, what: str) -> int:
@@ -404,7 +421,7 @@ def execution(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
             next_url=_next_url(request, page),
             execution={"id": execution_id},
         )
-        return render(request, "batchboard/partials/step_rows.html", context)
+        return _rows(request, "batchboard/partials/step_rows.html", context)
     found = _execution_or_404(execution_id)
     page = queries.steps(execution_id, size, token)
     context = _base_context(
@@ -534,7 +551,7 @@ def step(request: HtmxHttpRequest, step_id: int) -> HttpResponse:
     if token and _wants_fragment(request):
         _int_id(step_id, f"step {step_id}")
         page = queries.partitions(step_id, size, token)
-        return render(
+        return _rows(
             request,
             "batchboard/partials/partition_rows.html",
             _base_context(request, page=page, next_url=_next_url(request, page)),

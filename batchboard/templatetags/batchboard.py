@@ -65,6 +65,12 @@ def _human(seconds: float) -> str:
     return f"{days} d {hours} h"
 
 
+@register.filter
+def seconds(value: int) -> str:
+    """Return a number of seconds in human units, e.g. ``"15 min 00 s"``."""
+    return _human(float(value)).replace(" 00 s", "").replace(" 00 min", "")
+
+
 @register.simple_tag
 def duration(start: datetime | None, end: datetime | None, now: datetime | None = None) -> str:
     """Return a human duration; unfinished spans run to ``now``."""

@@ -1,0 +1,69 @@
+"""
+Browser tests: Playwright driving Debian's Chromium against a live server.
+
+Run with ``pytest -m browser``; they are skipped when Chromium or Playwright
+is missing. A failing test leaves a screenshot under ``test-results/``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+RESULTS = Path(__file__).resolve().parents[2] / "test-results"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Chromium is not installed (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API runs an event loop in this thread; the tests'
+    # own ORM calls are still synchronous, so Django's guard is relaxed here.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=ARGS
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterator[Any]:
+    settings.BATCHBOARD = {"POLL_SECONDS": 1}
+    # The standalone site signs in through the admin (tests/settings.py has
+    # no LOGIN_URL of its own).
+    settings.LOGIN_URL = "admin:login"
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(10000)
+    yield tab
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        RESULTS.mkdir(exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)
+        tab.screenshot(path=str(RESULTS / f"{name}.png"), full_page=True)
+    context.close()

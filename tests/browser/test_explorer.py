@@ -1,0 +1,119 @@
+"""The explorer in a real browser: drill down, load more, live updates, history."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+
+from tests import factories
+from tests.explorer.conftest import make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def log_in(page: Any, live_server: Any) -> User:
+    user = make_user("operator")
+    # The standalone site signs in through the admin login, which admits
+    # staff accounts only; view permissions stay the only grants.
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+    page.goto(f"{live_server.url}/")
+    # Anonymous visitors land on the admin login page, then come back.
+    page.fill("#id_username", "operator")
+    page.fill("#id_password", "pw")
+    page.click("input[type=submit]")
+    page.wait_for_selector("h1:text('Overview')")
+    return user
+
+
+def seed_drill_down() -> dict[str, Any]:
+    now = factories.now()
+    factories.definition("nightly-import")
+    instance = factories.instance("nightly-import", created_at=now - timedelta(hours=2))
+    failed = factories.execution(instance, "FAILED", created_at=now - timedelta(hours=2))
+    step = factories.step(failed, "load", "FAILED", counts={"read_count": 4200})
+    return {"instance": instance, "execution": failed, "step": step}
+
+
+def test_log_in_and_drill_from_overview_to_step(page: Any, live_server: Any) -> None:
+    seeded = seed_drill_down()
+    log_in(page, live_server)
+    page.click("table a:text('nightly-import')")
+    page.wait_for_selector("h1:has-text('Job')")
+    page.click(f"a:text('#{seeded['instance'].pk}')")
+    page.wait_for_selector(f"h1:has-text('Instance #{seeded['instance'].pk}')")
+    page.click(f"a:text('#{seeded['execution'].pk}')")
+    page.wait_for_selector(f"h1:has-text('Execution #{seeded['execution'].pk}')")
+    assert page.locator(".bb-status--bad").first.inner_text() == "FAILED"
+    page.click("table a:text('load')")
+    page.wait_for_selector("h1:has-text('Step')")
+    assert "4 200" in page.inner_text("#bb-step-summary").replace("\u2009", " ")
+
+
+def test_load_more_reaches_the_end_and_history_restores_the_list(
+    page: Any, live_server: Any
+) -> None:
+    factories.definition("batch")
+    instance = factories.instance("batch")
+    for attempt in range(1, 13):
+        factories.execution(instance, "FAILED" if attempt < 12 else "COMPLETED", attempt=attempt)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/executions/?size=5")
+    rows = page.locator("#bb-rows tr[id^='bb-execution-']")
+    # The sentinel row loads the next page when it scrolls into view; on a
+    # tall window that happens page after page until the end.
+    for _ in range(10):
+        if page.locator(".bb-end").count():
+            break
+        page.mouse.wheel(0, 4000)
+        page.wait_for_timeout(300)
+    page.wait_for_selector(".bb-end")
+    assert rows.count() == 12
+    first_id = rows.first.get_attribute("id")
+    # The URL follows the cursor, so a shared link shows the same page.
+    assert "cursor=" in page.url
+    rows.nth(7).locator("th a").click()
+    page.wait_for_selector("h1:has-text('Execution #')")
+    page.go_back()
+    page.wait_for_selector("#bb-rows tr[id^='bb-execution-']")
+    assert page.locator("#bb-rows tr[id^='bb-execution-']").count() >= 2
+    page.go_forward()
+    page.wait_for_selector("h1:has-text('Execution #')")
+    page.go_back()
+    page.wait_for_selector("#bb-rows")
+    assert first_id is not None
+
+
+def test_running_counters_update_and_polling_stops_when_finished(
+    page: Any, live_server: Any
+) -> None:
+    factories.definition("stream")
+    instance = factories.instance("stream")
+    execution = factories.execution(instance, "STARTED")
+    step = factories.step(execution, "ingest", "STARTED", counts={"read_count": 10})
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/executions/{execution.pk}/")
+    row = page.locator(f"#bb-step-{step.pk}")
+    assert row.get_attribute("hx-trigger") is not None
+    factories.advance_step(step, "STARTED", read_count=777, write_count=700)
+    page.wait_for_function(
+        f"document.querySelector('#bb-step-{step.pk}').innerText.includes('777')"
+    )
+    factories.advance_step(step, "COMPLETED", read_count=1000, write_count=1000)
+    factories.advance(execution, "COMPLETED")
+    page.wait_for_function(
+        "document.querySelector('#bb-execution-summary').innerText.includes('COMPLETED')"
+    )
+    page.wait_for_function(
+        f"document.querySelector('#bb-step-{step.pk}').innerText.includes('COMPLETED')"
+    )
+    # Finished regions are re-rendered without their trigger: polling stops.
+    assert page.locator("#bb-execution-summary").get_attribute("hx-trigger") is None
+    assert page.locator(f"#bb-step-{step.pk}").get_attribute("hx-trigger") is None
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.wait_for_timeout(2500)
+    assert not [url for url in requests if "/live/" in url or "/row/" in url]
