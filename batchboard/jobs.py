@@ -102,10 +102,22 @@ class StopRequested(Exception):
     """Raised inside a step when the runner observed a stop request."""
 
 
+class ExecutionNoLongerActive(Exception):
+    """
+    Raised inside a step when the execution left the runner's hands.
+
+    A recovery decided the execution's fate (FAILED, ABANDONED) or marked it
+    UNKNOWN while the job still ran; the runner stops working for it and
+    leaves its status alone.
+    """
+
+
 def default_classify(error: BaseException) -> str:
     """Return the failure category recorded for an exception."""
     if isinstance(error, JobFailure):
         return error.category
+    if isinstance(error, ExecutionNoLongerActive):
+        return "CANCELLED"
     if isinstance(error, StaleVersion):
         return "OPTIMISTIC_CONFLICT"
     if isinstance(error, TimeoutError):
@@ -380,6 +392,8 @@ class _Run:
         self.execution = control.execution
         if control.should_stop:
             raise StopRequested()
+        if control.execution.status not in ("STARTING", "STARTED"):
+            raise ExecutionNoLongerActive()
 
     def execute(self, *, reraise: bool) -> JobExecution:
         repo = self.repo
@@ -484,15 +498,21 @@ class _Run:
         repo = self.repo
         try:
             execution = self.refresh()
+            if execution.status not in ("STARTING", "STARTED", "STOPPING"):
+                # Someone else (a recovery) already decided this execution.
+                logger.warning(
+                    "batchboard job %s: execution %s is %s; leaving it as it is",
+                    self.job.name, execution.pk, execution.status,
+                )
+                return execution
             if execution.status == "STOPPING" and status == "COMPLETED":
                 # A stop observed after the last commit still wins.
                 status = "STOPPED"
             if execution.status == "STARTING" and status != "FAILED":
                 execution = repo.transition_execution(execution.pk, execution.version, "STOPPING")
-            if execution.status not in schema.FINISHED:
-                execution = repo.transition_execution(
-                    execution.pk, execution.version, status, failure=failure
-                )
+            execution = repo.transition_execution(
+                execution.pk, execution.version, status, failure=failure
+            )
             self.execution = repo.enrich_execution_exit_status(
                 execution.pk, execution.version, execution.status
             )

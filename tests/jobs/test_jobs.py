@@ -183,3 +183,21 @@ def test_reraise_and_configuration_errors(repo: JobRepository) -> None:
     with pytest.raises(InvalidArgument):
         JobFailure("NOT_A_CATEGORY")
     assert issubclass(StopRequested, Exception)
+
+
+def test_a_recovered_execution_is_left_to_its_recovery(repo: JobRepository) -> None:
+    job = Job("recovered", repository=repo)
+
+    @job.step("work")
+    def work(step: StepContext) -> None:
+        step.commit(read=1, checkpoint={"n": 1})
+        execution = JobExecution.objects.get(pk=step.row.job_execution_id)
+        # A recovery marks the execution UNKNOWN while the process still runs.
+        repo.transition_execution(execution.pk, execution.version, "UNKNOWN")
+        step.commit(read=1, checkpoint={"n": 2})
+        raise AssertionError("the runner should have noticed")
+
+    execution = job.run()
+    assert execution.status == "UNKNOWN"
+    step = StepExecution.objects.get(job_execution=execution)
+    assert (step.status, step.failure_category, step.read_count) == ("FAILED", "CANCELLED", 2)
