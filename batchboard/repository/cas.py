@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from django.db.models import Model
 
+from batchboard.models import JobExecution, StepExecution
 from batchboard.repository.errors import RepositoryError, StaleVersion
 from batchboard.repository.lifecycle import (
     Failure,
@@ -21,7 +22,7 @@ from batchboard.repository.lifecycle import (
     validate_transition,
 )
 
-RowT = TypeVar("RowT", bound=Model)
+RowT = TypeVar("RowT", JobExecution, StepExecution)
 
 
 def classify_miss(
@@ -63,19 +64,19 @@ def cas_transition(
     Return the row with its new values. ``extra`` adds columns to the same
     update (counters of an aggregated partition parent, for example).
     """
-    if row.version != expected:  # type: ignore[attr-defined]
-        raise StaleVersion(expected, row.version, what=what)  # type: ignore[attr-defined]
-    validate_transition(row.status, to_status, failure)  # type: ignore[attr-defined]
+    if row.version != expected:
+        raise StaleVersion(expected, row.version, what=what)
+    validate_transition(row.status, to_status, failure)
     started_at, ended_at = transition_timestamps(
-        created_at=row.created_at,  # type: ignore[attr-defined]
-        started_at=row.started_at,  # type: ignore[attr-defined]
-        ended_at=row.ended_at,  # type: ignore[attr-defined]
+        created_at=row.created_at,
+        started_at=row.started_at,
+        ended_at=row.ended_at,
         to_status=to_status,
         at=at,
     )
     kept = failure or (
-        Failure(row.failure_category, row.failure_id)  # type: ignore[attr-defined]
-        if row.failure_category  # type: ignore[attr-defined]
+        Failure(row.failure_category, row.failure_id)
+        if row.failure_category
         else None
     )
     values: dict[str, Any] = {

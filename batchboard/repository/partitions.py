@@ -23,6 +23,7 @@ from batchboard.repository.cas import cas_transition
 from batchboard.repository.errors import (
     DuplicatePartitionKey,
     EmptyPartitionPlan,
+    InvalidArgument,
     PartitionAggregationIncomplete,
     PartitionContextTooLarge,
     PartitionCountOverflow,
@@ -131,9 +132,17 @@ class PartitionsMixin(StepsMixin):
                 raise DuplicatePartitionKey(ordinal)
             seen.add(entry.key)
             context = entry.context.validated("partition context")
-            envelope = digests.partition_context_envelope(
-                context.format_version, context.schema, context.schema_version, context.payload
-            )
+            try:
+                envelope = digests.partition_context_envelope(
+                    context.format_version,
+                    context.schema,
+                    context.schema_version,
+                    context.payload,
+                )
+            except ValueError:
+                raise InvalidArgument(
+                    f"partition {ordinal} has a context with floats; use integers"
+                ) from None
             if len(envelope) > CONTEXT_ENVELOPE_LIMIT:
                 raise PartitionContextTooLarge(ordinal, len(envelope), CONTEXT_ENVELOPE_LIMIT)
             rows.append(

@@ -31,9 +31,9 @@ def check_code(value: object, what: str) -> str:
 
 def json_size(value: Any) -> int:
     """Return the UTF-8 size of ``value``'s compact JSON text."""
-    return len(
-        json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    )
+    # NaN and infinities are refused: they are not JSON and jsonb rejects them.
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return len(text.encode("utf-8"))
 
 
 def check_payload(value: object, what: str, limit: int = PAYLOAD_LIMIT) -> dict[str, Any]:

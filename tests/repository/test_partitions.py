@@ -8,6 +8,7 @@ from batchboard.repository import (
     DuplicatePartitionKey,
     EmptyPartitionPlan,
     Failure,
+    InvalidArgument,
     JobRepository,
     PartitionAggregationIncomplete,
     PartitionContextTooLarge,
@@ -74,6 +75,10 @@ def test_plan_validation(repo: JobRepository) -> None:
         repo.plan_partitions(parent.pk, [entry("a"), entry("a")])
     with pytest.raises(PartitionContextTooLarge):
         repo.plan_partitions(parent.pk, [PartitionEntry("a", StatePayload("s", {"x": "y" * 5000}))])
+    with pytest.raises(InvalidArgument):
+        repo.plan_partitions(parent.pk, [PartitionEntry("a", StatePayload("s", {"ratio": 0.5}))])
+    with pytest.raises(InvalidArgument):
+        repo.plan_partitions(parent.pk, [PartitionEntry("a", StatePayload("s", {"x": float("nan")}))])
     done = repo.transition_step(parent.pk, parent.version, "STOPPING")
     with pytest.raises(PartitionParentNotActive):
         repo.plan_partitions(done.pk, [entry("a")])
