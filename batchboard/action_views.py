@@ -39,6 +39,7 @@ from batchboard.models import JobExecution, JobInstance
 logger = logging.getLogger(__name__)
 
 View = Callable[..., HttpResponse]
+MAX_ID = 2**63 - 1
 
 
 def _is_htmx(request: HttpRequest) -> bool:
@@ -50,17 +51,13 @@ def _respond(
     request: HttpRequest, partial: str, context: dict[str, Any], status: int = 200
 ) -> HttpResponse:
     """Render ``partial`` alone for htmx, inside a page otherwise."""
-    context = {**context, "partial": partial, "perms_by_action": _perms(request)}
+    context = {**context, "partial": partial}
     if _is_htmx(request):
         response = render(request, partial, context, status=status)
     else:
         response = render(request, "batchboard/actions/page.html", context, status=status)
     response["Vary"] = "HX-Request"
     return response
-
-
-def _perms(request: HttpRequest) -> dict[str, bool]:
-    return permissions.action_permissions(request.user)
 
 
 def action_view(action: str) -> Callable[[View], View]:
@@ -163,7 +160,15 @@ def _result(
     return response
 
 
+def _in_range(ident: int, what: str) -> None:
+    # Ids are bigint: a larger number names nothing (and would make the
+    # database raise a type error rather than find no row).
+    if not 0 < ident <= MAX_ID:
+        raise Http404(f"{what} {ident}")
+
+
 def _execution(execution_id: int) -> JobExecution:
+    _in_range(execution_id, "execution")
     found = (
         JobExecution.objects.select_related("job_instance")
         .only(
@@ -185,6 +190,7 @@ def _execution(execution_id: int) -> JobExecution:
 
 
 def _instance(instance_id: int) -> JobInstance:
+    _in_range(instance_id, "instance")
     found = (
         JobInstance.objects.only("id", "job_name", "hold_actor", "hold_reason")
         .filter(pk=instance_id)
@@ -316,6 +322,7 @@ def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
 @action_view("PROPOSE_RECOVERY")
 def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Show the recovery proposal of one execution, and its form if allowed."""
+    _in_range(execution_id, "execution")
     try:
         proposal = actions.propose(execution_id)
     except actions.TargetNotFound as error:

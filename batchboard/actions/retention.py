@@ -23,6 +23,11 @@ The restart-chain rule (spec 11.2)
     lists what the rule left out. Applying re-checks the rule inside the
     transaction, so an apply never fails half-way on a foreign key.
 
+The survey applies the batch bound before the rule, so a plan may hold
+fewer executions than its batch; the next plan picks up where it stopped.
+Ages are measured against this host's clock, as oxide-batch measures them
+against its own (spec 10).
+
 Apply re-validates every candidate under row locks (instances first, so a
 concurrent restart or hold waits): the same version, status in the set,
 still older than the minimum age, the instance unheld and without an
@@ -66,6 +71,9 @@ from batchboard.models import (
 )
 
 MIN_AGE_SECONDS = 3600
+# A bound of batchboard's own: older thresholds fall outside the calendar
+# Python can compute with, and nothing that old is in a metadata store.
+MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
 DEFAULT_AGE_SECONDS = 30 * 24 * 3600
 MAX_BATCH = 1000
 DEFAULT_BATCH = 1000
@@ -124,6 +132,8 @@ def _hold(
         ident = int(instance_id)  # type: ignore[call-overload]
     except (TypeError, ValueError) as error:
         raise InvalidRequest(_("The instance id must be a number.")) from error
+    if not 0 < ident <= 2**63 - 1:
+        raise InvalidRequest(_("The instance id is out of range."))
     reason = envelope.validate_reason(reason_code, action)
     op = envelope.validate_operation_id(operation_id)
     actor = envelope.actor_ref_for(user)
@@ -232,8 +242,10 @@ class PurgeCriteria:
             size = int(batch)  # type: ignore[call-overload]
         except (TypeError, ValueError) as error:
             raise InvalidRequest(_("The age and batch must be whole numbers.")) from error
-        if not MIN_AGE_SECONDS <= age <= 2**63 - 1:
-            raise InvalidRequest(_("The minimum age is at least one hour (3600 s)."))
+        if not MIN_AGE_SECONDS <= age <= MAX_AGE_SECONDS:
+            raise InvalidRequest(
+                _("The minimum age is one hour (3600 s) to a hundred years.")
+            )
         if not 1 <= size <= MAX_BATCH:
             raise InvalidRequest(_("The batch is 1 to 1000 executions."))
         ordered = tuple(s for s in schema.FINISHED if s in wanted)
@@ -273,7 +285,10 @@ def parse_candidates(text: object) -> tuple[tuple[int, int, int], ...]:
         parts = word.split(":")
         if len(parts) != 3 or not all(p.isdigit() for p in parts):
             raise InvalidRequest(_("The plan's candidate list is malformed."))
-        out.append((int(parts[0]), int(parts[1]), int(parts[2])))
+        triple = (int(parts[0]), int(parts[1]), int(parts[2]))
+        if max(triple) > 2**63 - 1:
+            raise InvalidRequest(_("The plan's candidate list is malformed."))
+        out.append(triple)
     if len(out) > MAX_BATCH:
         raise InvalidRequest(_("The plan's candidate list is too long."))
     return tuple(out)

@@ -283,4 +283,21 @@ def test_bad_plan_inputs_are_explained(viewer_user: User) -> None:
         reverse("batchboard:purge_plan"), {"job_name": "x", "min_age_seconds": "5"}
     )
     assert response.status_code == 200
-    assert "at least one hour" in response.content.decode()
+    assert "one hour (3600 s)" in response.content.decode()
+
+
+def test_ids_beyond_bigint_are_not_found_not_database_errors(admin_user: User) -> None:
+    client = _client(admin_user)
+    huge = 2**63
+    assert client.get(reverse("batchboard:action_stop", args=[huge])).status_code == 404
+    assert client.get(reverse("batchboard:recovery_proposal", args=[huge])).status_code == 404
+    held = client.post(
+        reverse("batchboard:action_hold", args=[huge]),
+        {"operation_id": "op", "reason_code": "AUDIT"},
+    )
+    assert "out of range" in held.content.decode()
+    stopped = client.post(
+        reverse("batchboard:action_stop", args=[huge]),
+        {"operation_id": "op", "expected_version": "1"},
+    )
+    assert "out of range" in stopped.content.decode()
