@@ -10,6 +10,7 @@ can quote row values.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -82,6 +83,9 @@ class RepositoryBase:
         self.statement_timeout_ms = statement_timeout_ms
         self.lock_timeout_ms = lock_timeout_ms
         self.idle_in_transaction_timeout_ms = idle_in_transaction_timeout_ms
+        # Per thread: how deep the current unit nests, and which partition
+        # plans it created (a plan must commit before workers are assigned).
+        self._local = threading.local()
 
     @property
     def alias(self) -> str:
@@ -103,8 +107,14 @@ class RepositoryBase:
 
         Nested inside a caller's ``transaction.atomic`` on the same alias,
         the unit becomes a savepoint and commits with the caller, which is
-        how a job makes its own writes atomic with a chunk commit.
+        how a job makes its own writes atomic with a chunk commit. Use
+        ``with repo.unit():`` to make several operations one unit of work.
         """
+        local = self._local
+        depth = getattr(local, "depth", 0)
+        if depth == 0:
+            local.planned = set()
+        local.depth = depth + 1
         try:
             with transaction.atomic(using=self.alias):
                 self._bound_transaction()
@@ -113,6 +123,13 @@ class RepositoryBase:
             raise
         except DatabaseError as error:
             raise map_database_error(error) from None
+        finally:
+            local.depth = depth
+
+    def _plans_in_this_unit(self) -> set[int]:
+        """Return the parent steps whose partition plan this unit created."""
+        planned: set[int] = self._local.planned
+        return planned
 
     def _bound_transaction(self) -> None:
         connection = connections[self.alias]

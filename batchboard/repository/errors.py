@@ -349,6 +349,17 @@ class PartitionPlanExists(RepositoryError):
         super().__init__(f"step {step_execution_id} already has a partition plan")
 
 
+class PartitionPlanNotCommitted(RepositoryError):
+    code = "PARTITION_PLAN_NOT_COMMITTED"
+
+    def __init__(self, step_execution_id: int) -> None:
+        self.step_execution_id = step_execution_id
+        super().__init__(
+            f"the partition plan of step {step_execution_id} was created in this "
+            "unit of work; commit it before assigning workers"
+        )
+
+
 class StepPartitionNotFound(RepositoryError):
     code = "STEP_PARTITION_NOT_FOUND"
 

@@ -29,6 +29,7 @@ from batchboard.repository.errors import (
     PartitionCountOverflow,
     PartitionParentNotActive,
     PartitionPlanExists,
+    PartitionPlanNotCommitted,
     PartitionPlanTooLarge,
     PartitionStateCorrupt,
     PartitionUpdateNotAllowed,
@@ -162,6 +163,7 @@ class PartitionsMixin(StepsMixin):
                 raise PartitionParentNotActive(step_execution_id, parent.status)
             if self._has_plan(step_execution_id):
                 raise PartitionPlanExists(step_execution_id)
+            self._plans_in_this_unit().add(step_execution_id)
             StepPartition.objects.using(self.alias).bulk_create(
                 [
                     StepPartition(
@@ -253,6 +255,7 @@ class PartitionsMixin(StepsMixin):
                         },
                     )
                 )
+            self._plans_in_this_unit().add(target_step_execution_id)
             StepPartition.objects.using(self.alias).bulk_create(copies)
             return self.partitions(target_step_execution_id)
 
@@ -263,6 +266,10 @@ class PartitionsMixin(StepsMixin):
     ) -> StepPartition:
         """
         Assign a worker step to a partition and mark the partition STARTED.
+
+        The plan must have committed before: assigning inside the
+        ``repo.unit()`` that planned it raises
+        :class:`PartitionPlanNotCommitted`.
 
         The parent must be STARTED; the partition STARTING without a worker
         (first run) or FAILED/STOPPED with one (a retry); the worker another
@@ -275,6 +282,8 @@ class PartitionsMixin(StepsMixin):
             if parent.status != STARTED:
                 raise PartitionParentNotActive(parent_id, parent.status)
             partition = self._lock_partition(partition_id)
+            if parent_id in self._plans_in_this_unit():
+                raise PartitionPlanNotCommitted(parent_id)
             self._check_partition_version(partition, expected_version)
             first = partition.status == STARTING and partition.worker_step_execution_id is None
             retry = (

@@ -15,6 +15,7 @@ from batchboard.repository import (
     PartitionEntry,
     PartitionParentNotActive,
     PartitionPlanExists,
+    PartitionPlanNotCommitted,
     PartitionPlanTooLarge,
     PartitionStateCorrupt,
     PartitionUpdateNotAllowed,
@@ -171,3 +172,14 @@ def test_restart_carries_completed_partitions(repo: JobRepository) -> None:
     assert reset.context_payload == {"n": 2} and carried.version == reset.version == 0
     with pytest.raises(PartitionPlanExists):
         repo.restart_partitions(parent.pk, target.pk)
+
+
+def test_workers_wait_for_the_plan_to_commit(repo: JobRepository) -> None:
+    _, parent, (w0,) = parent_and_workers(repo, 1)
+    with pytest.raises(PartitionPlanNotCommitted):
+        with repo.unit():
+            (a,) = repo.plan_partitions(parent.pk, [entry("a")])
+            repo.assign_partition(a.pk, 0, w0.pk)
+    assert not StepPartition.objects.filter(step_execution_id=parent.pk).exists()
+    (a,) = repo.plan_partitions(parent.pk, [entry("a")])
+    assert repo.assign_partition(a.pk, 0, w0.pk).status == "STARTED"
