@@ -363,10 +363,15 @@ class Job:
         """
         Run an execution created elsewhere (an operator's LAUNCH or RESTART).
 
-        The execution must be STARTING and unclaimed; it is claimed first.
+        The execution must belong to this job, be STARTING and be unclaimed
+        (or claimed with this run's token); it is claimed first.
         """
         repo = self.repository or JobRepository()
-        return _Run(self, repo, repo.get_execution(execution_id)).execute(reraise=reraise)
+        execution = repo.get_execution(execution_id)
+        job_name = repo.get_instance(execution.job_instance_id).job_name
+        if job_name != self.name:
+            raise ValueError(f"execution {execution_id} belongs to job {job_name!r}")
+        return _Run(self, repo, execution).execute(reraise=reraise)
 
 
 class _Run:

@@ -69,6 +69,22 @@ def test_stop_request_mid_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.django_db
+def test_run_an_execution_created_elsewhere() -> None:
+    repo = JobRepository()
+    job = example.build_job(records=10, chunk_size=5, fail_at=None, delay=0)
+    created = repo.launch(example.JOB_NAME, {}, job.definition())
+    out = StringIO()
+    call_command("batchboard_example_job", "--execution", str(created.pk), "--records", "10",
+                 "--chunk-size", "5", stdout=out)
+    assert f"execution {created.pk} (attempt 1) ended COMPLETED" in out.getvalue()
+    other = repo.launch("another-job")
+    with pytest.raises(CommandError, match="belongs to job"):
+        call_command("batchboard_example_job", "--execution", str(other.pk))
+    with pytest.raises(CommandError, match="does not exist"):
+        call_command("batchboard_example_job", "--execution", "987654")
+
+
+@pytest.mark.django_db
 def test_bad_options() -> None:
     with pytest.raises(CommandError):
         run("--records", "0")

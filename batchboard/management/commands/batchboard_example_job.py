@@ -94,6 +94,14 @@ class Command(BaseCommand):
             default=date.today().isoformat(),
             help="Identifying parameter: one job instance per run date (default today).",
         )
+        parser.add_argument(
+            "--execution",
+            type=int,
+            default=None,
+            metavar="ID",
+            help="Run this STARTING execution (created by an operator's launch or "
+            "restart) instead of launching by run date.",
+        )
         parser.add_argument("--records", type=int, default=1000)
         parser.add_argument("--chunk-size", type=int, default=100)
         parser.add_argument(
@@ -124,8 +132,11 @@ class Command(BaseCommand):
         )
         parameters = {"run_date": JobParameter.string(options["run_date"])}
         try:
-            execution = job.run(parameters)
-        except RepositoryError as error:
+            if options["execution"] is not None:
+                execution = job.run_execution(options["execution"])
+            else:
+                execution = job.run(parameters)
+        except (RepositoryError, ValueError) as error:
             raise CommandError(str(error)) from None
         steps = {
             step.step_name: step for step in execution.steps.order_by("id")
