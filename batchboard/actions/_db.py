@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from django.db import DatabaseError, connections, transaction
@@ -22,6 +24,33 @@ def connection() -> BaseDatabaseWrapper:
 def atomic() -> transaction.Atomic:
     """Open one transaction (or a savepoint) on the metadata database."""
     return transaction.atomic(using=alias())
+
+
+# Bounds of spec 9.3: an operator waits at most this long for a row lock or
+# a statement, then is told to try again, rather than hanging on a runtime
+# that holds the row.
+LOCK_TIMEOUT_MS = 5_000
+STATEMENT_TIMEOUT_MS = 30_000
+
+
+@contextmanager
+def unit() -> Iterator[None]:
+    """
+    Run the body as one transaction with bounded lock and statement waits.
+
+    A lock or statement timeout surfaces as a DatabaseError, which the
+    actions turn into a re-probe and, failing that, a message to retry.
+    """
+    with transaction.atomic(using=alias()):
+        metadata = connection()
+        if metadata.vendor == "postgresql":
+            with metadata.cursor() as cursor:
+                cursor.execute(
+                    "SELECT set_config('lock_timeout', %s, true),"
+                    " set_config('statement_timeout', %s, true)",
+                    [f"{LOCK_TIMEOUT_MS}ms", f"{STATEMENT_TIMEOUT_MS}ms"],
+                )
+        yield
 
 
 def now() -> datetime:
@@ -48,4 +77,4 @@ def not_before(moment: datetime, *bounds: datetime | None) -> datetime:
     return max(moment, latest)
 
 
-__all__ = ["DatabaseError", "alias", "atomic", "connection", "not_before", "now"]
+__all__ = ["DatabaseError", "alias", "atomic", "connection", "not_before", "now", "unit"]

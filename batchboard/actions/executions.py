@@ -21,10 +21,10 @@ A request naming an execution that does not exist is refused with
 :class:`TargetNotFound` and not audited: the audit row's foreign key cannot
 name a missing execution (spec 4.4).
 
-The write-side repository's transition primitive is not used here: each
-action needs one narrow UPDATE (a stop request that bumps no version, the
-ABANDONED transition, the recovery update of spec 5.5), written below as a
-compare-and-swap on the locked row.
+ABANDON uses the write-side repository's transition. STOP's stop request
+(no version bump, spec 4.6) and RECOVER's update (failure replaced or
+cleared, ``ended_at = updated_at = decided_at``, spec 5.5) are specific to
+this layer and written below as compare-and-swaps on the locked row.
 """
 
 from __future__ import annotations
@@ -54,6 +54,13 @@ from batchboard.actions.results import (
 )
 from batchboard.digests import RecoveryArgument, request_digest
 from batchboard.models import JobExecution, OperatorRequest, RecoveryDecision
+from batchboard.repository import JobRepository
+from batchboard.repository.errors import (
+    IllegalTransition,
+    RepositoryError,
+    RestartRequiresNewAttempt,
+    StaleVersion,
+)
 
 _LOCKED_FIELDS = (
     "id",
@@ -172,7 +179,7 @@ def _run(request: Request, effect: Callable[[JobExecution, datetime], Effect]) -
     at = _db.now()
     committed = False
     try:
-        with _db.atomic():
+        with _db.unit():
             execution = (
                 JobExecution.objects.using(_db.alias())
                 .select_for_update()
@@ -187,7 +194,7 @@ def _run(request: Request, effect: Callable[[JobExecution, datetime], Effect]) -
             committed = True
     except Rejection as rejection:
         return _reject(request, at, rejection.code)
-    except DatabaseError as error:
+    except (DatabaseError, RepositoryError) as error:
         if committed:
             # The block ran to its end, so the failure came from COMMIT: the
             # transaction may or may not have been applied (spec 4.3.6).
@@ -199,7 +206,7 @@ def _run(request: Request, effect: Callable[[JobExecution, datetime], Effect]) -
 def _reject(request: Request, at: datetime, code: str) -> ActionResult:
     """Record a REJECTED row in its own transaction (spec 4.3.3)."""
     try:
-        with _db.atomic():
+        with _db.unit():
             row = _audit(request, at, None, code)
     except DatabaseError:
         return _after_failed_insert(request)
@@ -333,19 +340,21 @@ def abandon_execution(
                 raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
         elif status not in ("STOPPED", "FAILED"):
             raise Rejection("INVALID_STATE")
-        if execution.version != version:
-            raise Rejection("OPTIMISTIC_CONFLICT")
         moment = _db.not_before(
             at, execution.created_at, execution.started_at, execution.ended_at,
             execution.updated_at,
         )
-        _compare_and_swap(
-            execution,
-            status="ABANDONED",
-            ended_at=execution.ended_at or moment,
-            updated_at=moment,
-            version=version + 1,
-        )
+        # The write side's compare-and-swap transition (spec 2.1): it keeps
+        # the failure and an existing end time and bumps the version. It
+        # nests as a savepoint in this transaction, under the row lock.
+        try:
+            JobRepository().transition_execution(
+                execution.pk, version, "ABANDONED", at=moment
+            )
+        except StaleVersion as error:
+            raise Rejection("OPTIMISTIC_CONFLICT") from error
+        except (IllegalTransition, RestartRequiresNewAttempt) as error:
+            raise Rejection("INVALID_STATE") from error
         return Effect(execution.job_instance_id, status, "ABANDONED", changed=True)
 
     return _run(request, effect)

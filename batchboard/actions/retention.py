@@ -144,7 +144,7 @@ def _hold(
     at = _db.now()
     committed = False
     try:
-        with _db.atomic():
+        with _db.unit():
             instance = (
                 JobInstance.objects.using(_db.alias())
                 .select_for_update()
@@ -631,7 +631,7 @@ def apply_purge(
     executions = [e for _i, e, _v in candidates]
     committed = False
     try:
-        with _db.atomic():
+        with _db.unit():
             _revalidate(criteria, candidates, at)
             counts = _delete(executions, instances)
             row = RetentionAction.objects.using(_db.alias()).create(

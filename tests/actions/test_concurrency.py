@@ -272,3 +272,24 @@ def test_a_lost_commit_reports_an_unknown_outcome_then_replays(
     assert abandon().outcome == "APPLIED"
     assert abandon().outcome == "REPLAYED"
     assert OperatorRequest.objects.count() == 1
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_row_held_too_long_asks_the_operator_to_retry(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A runtime holding the row past the lock timeout writes nothing here."""
+    from batchboard.actions import _db
+
+    monkeypatch.setattr(_db, "LOCK_TIMEOUT_MS", 100)
+    execution = factories.execution("STARTED")
+    with _held(EXECUTION_LOCK, execution.pk):
+        with pytest.raises(actions.ConcurrentModification) as raised:
+            actions.stop_execution(
+                user=admin_user, execution_id=execution.pk, expected_version=3,
+                operation_id="op-wait",
+            )
+    assert "try again" in raised.value.message
+    assert not OperatorRequest.objects.exists()
+    assert JobExecution.objects.get(pk=execution.pk).stop_requested_at is None
