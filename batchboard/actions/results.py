@@ -38,6 +38,20 @@ REJECTION_TEXT: dict[str, Any] = {
 }
 
 
+# What an applied action did, told the operator in one sentence.
+APPLIED_TEXT: dict[str, Any] = {
+    "STOP": _(
+        "Stop requested. The owning process moves the execution to STOPPING "
+        "at its next commit or poll; without a live owner nothing moves."
+    ),
+    "ABANDON": _("The execution is ABANDONED; its instance cannot be restarted."),
+    "RECOVER": _("Recovery decision recorded; the execution is resolved."),
+    "HOLD": _("The instance is held: purges skip it until the hold is released."),
+    "RELEASE_HOLD": _("The hold is released: purges may delete this history again."),
+    "APPLY_PURGE": _("The plan was purged; the rows deleted are counted below."),
+}
+
+
 @dataclass(frozen=True)
 class ActionResult:
     """
@@ -93,7 +107,7 @@ class ActionResult:
                 _("Applied without change: the %(what)s was already in that state.")
                 % {"what": _("execution") if self.execution_id else _("instance")}
             )
-        return str(_("Applied."))
+        return str(APPLIED_TEXT.get(self.action, _("Applied.")))
 
 
 class ActionError(Exception):

@@ -79,6 +79,7 @@ def test_stop_records_a_stop_request_without_bumping_the_version(
     execution = factories.execution(status)
     result = _stop(admin_user, execution, "op-stop")
     assert (result.outcome, result.changed) == ("APPLIED", True)
+    assert "moves the execution to STOPPING" in result.explanation()
     fresh = JobExecution.objects.get(pk=execution.pk)
     assert (fresh.status, fresh.version) == (status, execution.version)
     assert fresh.stop_requested_by == "user:administrator"
