@@ -10,16 +10,28 @@ names another); lifecycle changes are compare-and-swap on ``version``.
 
 Typical use::
 
-    from batchboard.repository import JobRepository, Failure, StatePayload
+    from batchboard.repository import (
+        ChunkCounts, JobParameter, JobRepository, StatePayload,
+    )
 
     repo = JobRepository()
-    execution = repo.launch("nightly-import", {"run_date": JobParameter.string("2026-01-01")})
+    run_date = {"run_date": JobParameter.string("2026-01-01")}
+    execution = repo.launch("nightly-import", run_date)
     execution = repo.transition_execution(execution.pk, execution.version, "STARTED")
     step = repo.create_step(execution.pk, "load")
     step = repo.transition_step(step.pk, step.version, "STARTED")
-    step = repo.commit_chunk(step.pk, step.version, job_execution_id=execution.pk,
-                             counts=ChunkCounts(read=100, written=100),
-                             checkpoint=StatePayload("load.position", {"offset": 100}))
+    step = repo.commit_chunk(
+        step.pk, step.version, job_execution_id=execution.pk,
+        counts=ChunkCounts(read=100, written=100),
+        checkpoint=StatePayload("load.position", {"offset": 100}),
+    )
+
+Methods return the row as written (a model instance); pass its
+``version`` to the next compare-and-swap. A stop request
+(:meth:`JobRepository.request_stop`) only records who asked and when; the
+owning runtime turns it into STOPPING through
+:meth:`JobRepository.observe_control`, which reads ``owner_token``,
+``stop_requested_at`` and ``status`` under a row lock.
 
 Every error is a :class:`RepositoryError`; its subclasses carry the
 contract's names (``StaleVersion``, ``ExecutionAlreadyActive``, ...) and
@@ -30,8 +42,8 @@ from __future__ import annotations
 
 from batchboard.digests import JobParameter
 from batchboard.repository.clock import Clock, ManualClock, SystemClock, truncate_ms
-from batchboard.repository.definitions import Definition
 from batchboard.repository import errors
+from batchboard.repository.definitions import Definition
 from batchboard.repository.errors import *  # noqa: F403  (every error, by name)
 from batchboard.repository.errors import RepositoryError
 from batchboard.repository.executions import EMPTY_CONTEXT_SCHEMA, ExecutionControl
