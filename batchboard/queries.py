@@ -759,11 +759,39 @@ def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
         "context_size",
     ] + (["bb_ceiling"] if window.first else [])
     rows = list(_step_values(queryset).order_by("id").values(*fields)[: window.page_size])
-    return _assemble(
+    page = _assemble(
         rows,
         window,
         key=lambda row: cursors.Identity(row["id"]),
         estimate=_step_estimate,
+    )
+    page.extra["after_id"] = (
+        cursors.identity_key(window.after) if window.after is not None else 0
+    )
+    return page
+
+
+def steps_after(execution_id: int, after_id: int, limit: int) -> list[dict[str, Any]]:
+    """
+    Return steps created after ``after_id`` (a live view watching for new steps).
+
+    This is a fresh read from the position, not a continuation of a
+    traversal: steps that appear while an execution runs are what it is for.
+    """
+    queryset = StepExecution.objects.using(_using()).filter(
+        job_execution_id=execution_id, id__gt=after_id
+    )
+    fields = [*STEP_FIELDS, "partitions_total", "partitions_done", "checkpoint_size", "context_size"]
+    return list(_step_values(queryset).order_by("id").values(*fields)[:limit])
+
+
+def execution_status(execution_id: int) -> str | None:
+    """Return an execution's status, or ``None`` when there is no such execution."""
+    return (
+        JobExecution.objects.using(_using())
+        .filter(id=execution_id)
+        .values_list("status", flat=True)
+        .first()
     )
 
 

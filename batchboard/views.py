@@ -84,12 +84,17 @@ def _error(
     message: str,
     first_page: str | None = None,
 ) -> HttpResponse:
-    return render(
-        request,
-        "batchboard/error.html",
-        {"title": title, "message": message, "first_page": first_page, "status": status},
-        status=status,
-    )
+    context: dict[str, Any] = {
+        "title": title,
+        "message": message,
+        "first_page": first_page,
+        "status": status,
+    }
+    if status == 503:
+        # The database may be what failed: render without touching the
+        # signed-in user, whose lookup could fail again.
+        context["user"] = None
+    return render(request, "batchboard/error.html", context, status=status)
 
 
 def _first_page_url(request: HttpRequest, drop: Sequence[str]) -> str:
@@ -119,17 +124,19 @@ def explorer_view(
         @require_GET
         @vary_on_headers("HX-Request")
         def wrapped(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
-            if not request.user.has_perms(permissions):
-                return _error(
-                    request,
-                    403,
-                    "Permission needed",
-                    "Your account may not read these batch records. Ask an "
-                    "administrator for the view permissions of batchboard.",
-                )
             try:
+                # Reading the user may reach the session and auth tables,
+                # so it belongs inside the database-error guard too.
+                if not request.user.is_authenticated:
+                    return redirect_to_login(request.get_full_path())
+                if not request.user.has_perms(permissions):
+                    return _error(
+                        request,
+                        403,
+                        "Permission needed",
+                        "Your account may not read these batch records. Ask an "
+                        "administrator for the view permissions of batchboard.",
+                    )
                 return view(request, *args, **kwargs)
             except cursors.CursorError as error:
                 return _error(
@@ -411,17 +418,9 @@ def execution(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
     """Show an execution: summary, steps and timeline, decisions and requests."""
     size = _size(request)
     token = _cursor(request)
-    if token and _wants_fragment(request):
-        # "Load more" on the steps table needs only the next rows.
-        _int_id(execution_id, f"execution {execution_id}")
-        page = queries.steps(execution_id, size, token)
-        context = _base_context(
-            request,
-            page=page,
-            next_url=_next_url(request, page),
-            execution={"id": execution_id},
-        )
-        return _rows(request, "batchboard/partials/step_rows.html", context)
+    after = request.GET.get("after")
+    if after is not None and _wants_fragment(request):
+        return _step_tail(request, execution_id, after, size)
     found = _execution_or_404(execution_id)
     page = queries.steps(execution_id, size, token)
     context = _base_context(
@@ -429,15 +428,62 @@ def execution(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
         execution=found,
         page=page,
         next_url=_next_url(request, page),
-        timeline=_timeline(found, page.rows),
+        tail_url=_tail_url(found["id"], found["status"], page.rows, page, size),
     )
-    if not _wants_fragment(request):
-        preview = min(size, 20)
-        context["flow"] = queries.flow_decisions(execution_id, preview)
-        context["recovery"] = queries.recovery_decisions(execution_id, preview)
-        context["requests"] = queries.operator_requests(execution_id, preview)
-        return render(request, "batchboard/execution.html", context)
-    return render(request, "batchboard/partials/execution_summary.html", context)
+    if _wants_fragment(request):
+        if token:
+            # "Load more" on the steps table needs only the next rows.
+            return _rows(request, "batchboard/partials/step_rows.html", context)
+        return render(request, "batchboard/partials/execution_summary.html", context)
+    context["timeline"] = _timeline(found, page.rows)
+    preview = min(size, 20)
+    context["flow"] = queries.flow_decisions(execution_id, preview)
+    context["recovery"] = queries.recovery_decisions(execution_id, preview)
+    context["requests"] = queries.operator_requests(execution_id, preview)
+    return render(request, "batchboard/execution.html", context)
+
+
+def _tail_url(
+    execution_id: int,
+    status: str,
+    rows: list[dict[str, Any]],
+    page: Page | None,
+    size: int,
+    after_id: int = 0,
+) -> str | None:
+    """
+    Return the URL that watches a running execution for new steps.
+
+    Only at the end of the list (no next page) and only while the execution
+    is unresolved: a finished execution gets no watcher, so polling stops.
+    """
+    if status not in schema.UNRESOLVED or (page is not None and page.has_more):
+        return None
+    if rows:
+        after_id = rows[-1]["id"]
+    elif page is not None:
+        after_id = int(page.extra.get("after_id", 0))
+    query = urlencode({"after": after_id, "size": size})
+    return f"{reverse('batchboard:execution', args=[execution_id])}?{query}"
+
+
+def _step_tail(
+    request: HtmxHttpRequest, execution_id: int, after: str, size: int
+) -> HttpResponse:
+    """Return steps created since ``after`` and, while running, a new watcher."""
+    if not after.isdigit() or int(after) > cursors.MAX_KEY:
+        raise queries.FilterInvalid("The step position must be a step id.", "after")
+    _int_id(execution_id, f"execution {execution_id}")
+    status = queries.execution_status(execution_id)
+    if status is None:
+        raise NotFound(f"execution {execution_id}")
+    rows = queries.steps_after(execution_id, int(after), size)
+    context = _base_context(
+        request,
+        rows=rows,
+        tail_url=_tail_url(execution_id, status, rows, None, size, int(after)),
+    )
+    return render(request, "batchboard/partials/step_tail.html", context)
 
 
 @explorer_view(VIEW_EXECUTIONS)

@@ -102,6 +102,10 @@ def test_running_counters_update_and_polling_stops_when_finished(
     page.wait_for_function(
         f"document.querySelector('#bb-step-{step.pk}').innerText.includes('777')"
     )
+    # A step created while the page is open appears at the end of the table.
+    late = factories.step(execution, "publish", "STARTED")
+    page.wait_for_selector(f"#bb-step-{late.pk}")
+    factories.advance_step(late, "COMPLETED")
     factories.advance_step(step, "COMPLETED", read_count=1000, write_count=1000)
     factories.advance(execution, "COMPLETED")
     page.wait_for_function(
@@ -113,7 +117,10 @@ def test_running_counters_update_and_polling_stops_when_finished(
     # Finished regions are re-rendered without their trigger: polling stops.
     assert page.locator("#bb-execution-summary").get_attribute("hx-trigger") is None
     assert page.locator(f"#bb-step-{step.pk}").get_attribute("hx-trigger") is None
+    page.wait_for_function("document.querySelectorAll('.bb-tail').length === 0")
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     page.wait_for_timeout(2500)
-    assert not [url for url in requests if "/live/" in url or "/row/" in url]
+    assert not [
+        url for url in requests if "/live/" in url or "/row/" in url or "after=" in url
+    ]

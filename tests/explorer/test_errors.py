@@ -180,3 +180,19 @@ def test_htmx_error_is_not_a_fragment_swap(reader: Client, history: History) -> 
     """htmx does not swap 4xx responses, so a bad cursor never lands in a table."""
     response = reader.get(reverse("batchboard:executions"), {"cursor": "zz"}, **HTMX)
     assert response.status_code == 400
+
+
+def test_unreachable_session_database_gets_503(
+    reader: Client, history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even the sign-in check failing on the database gives the 503 page."""
+    from django.contrib.auth.models import User
+    from django.db import OperationalError
+
+    def refuse(self: User, *args: object, **kwargs: object) -> bool:
+        raise OperationalError("could not connect to server")
+
+    monkeypatch.setattr(User, "has_perms", refuse)
+    response = reader.get(reverse("batchboard:index"))
+    assert response.status_code == 503
+    assert "could not connect" not in response.content.decode()

@@ -156,3 +156,36 @@ def test_signed_in_without_read_class_is_refused(db: None, history: History) -> 
     response = client.get(reverse("batchboard:index"))
     assert response.status_code == 403
     assert "Permission needed" in response.content.decode()
+
+
+def test_running_execution_watches_for_new_steps(reader: Client, history: History) -> None:
+    from tests import factories
+
+    url = reverse("batchboard:execution", args=[history.restart.pk])
+    body = reader.get(url).content.decode()
+    last = history.partitioned.pk
+    assert f"{url}?after={last}&amp;size=50" in body
+    assert "Watching for new steps" in body
+    quiet = reader.get(f"{url}?after={last}&size=50", **HTMX).content.decode()
+    assert "bb-step-" not in quiet and "Watching for new steps" in quiet
+    new = factories.step(history.restart, "reconcile", "STARTING")
+    tail = reader.get(f"{url}?after={last}&size=50", **HTMX).content.decode()
+    assert f'id="bb-step-{new.pk}"' in tail
+    assert f"after={new.pk}" in tail
+    factories.advance_step(new, "FAILED")
+    factories.advance(history.restart, "FAILED")
+    done = reader.get(f"{url}?after={new.pk}&size=50", **HTMX).content.decode()
+    assert "Watching" not in done and "hx-trigger" not in done
+
+
+def test_finished_execution_has_no_step_watcher(reader: Client, history: History) -> None:
+    body = reader.get(
+        reverse("batchboard:execution", args=[history.failed.pk])
+    ).content.decode()
+    assert "Watching for new steps" not in body
+
+
+def test_step_watcher_rejects_a_bad_position(reader: Client, history: History) -> None:
+    url = reverse("batchboard:execution", args=[history.restart.pk])
+    assert reader.get(f"{url}?after=x", **HTMX).status_code == 400
+    assert reader.get("/executions/999999/?after=1", **HTMX).status_code == 404
