@@ -286,7 +286,7 @@ class StepsMixin(ExecutionsMixin):
             # The instance lock serialises start counting across attempts.
             JobInstance.objects.using(self.alias).select_for_update().filter(
                 pk=execution.job_instance_id
-            ).exists()
+            ).values_list("id", flat=True).first()
             history = StepExecution.objects.using(self.alias).filter(
                 job_execution__job_instance_id=execution.job_instance_id,
                 step_logical_id=node_id,

@@ -120,3 +120,20 @@ def test_concurrent_chunk_commits_lose_no_update() -> None:
     stored = StepExecution.objects.get(pk=step.pk)
     total = THREADS * per_thread
     assert (stored.read_count, stored.commit_count, stored.version) == (total, total, total + 1)
+
+
+def test_attempts_and_flow_steps_lock_the_instance_row() -> None:
+    """The statements that count attempts and starts run under FOR UPDATE."""
+    from django.test.utils import CaptureQueriesContext
+
+    repo = JobRepository()
+    connection = connections[repo.alias]
+    with CaptureQueriesContext(connection) as launch:
+        execution = repo.launch("locks")
+    with CaptureQueriesContext(connection) as flow_step:
+        repo.create_flow_step(execution.pk, "load", "load")
+    for captured in (launch, flow_step):
+        assert any(
+            'FROM "ob_job_instance"' in query["sql"] and "FOR UPDATE" in query["sql"]
+            for query in captured.captured_queries
+        )
