@@ -1,0 +1,690 @@
+"""
+Bulk history for benchmarks: millions of finished executions, fast.
+
+The seeder records demo history one repository operation at a time, which
+is faithful but far too slow for a benchmark-sized database. This loader
+plans the same kind of history in memory and writes it in large batches:
+``COPY`` through psycopg on PostgreSQL, ``executemany`` on SQLite. Nothing
+the schema enforces is disabled (checks, unique indexes and foreign keys all
+apply), and every row is one the repository could have written:
+
+* only finished executions (COMPLETED, FAILED, STOPPED, ABANDONED), with
+  the versions, timestamps and exit codes their transitions produce;
+* attempts numbered 1, 2, ... per instance, each restart pointing at the
+  FAILED or STOPPED attempt before it, nothing after COMPLETED or ABANDONED;
+* flows of three steps joined by flow decisions: STEP_EXIT as steps finish,
+  COMPLETED_STEP_REUSE for steps a restart skips, restarted steps carrying
+  over the counters and checkpoint of the attempt before;
+* instance keys computed as spec 7.1 from the stored parameters.
+
+Rows are appended after whatever the tables hold; the identity sequences
+are moved past the new ids at the end. On PostgreSQL the four tables are
+locked against other writers for the duration, so ids stay contiguous.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import random
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, TextIO
+
+from django.db import connections, transaction
+
+from batchboard import conf, digests
+from batchboard.demo.catalogue import (
+    EMPTY_CONTEXT,
+    JobSpec,
+    Node,
+    Revision,
+    Transition,
+    _chain,
+)
+from batchboard.digests import JobParameter
+from batchboard.models import JobDefinition
+
+HISTORY_DAYS = 60
+#: Instances of the rare job over the whole load, spread evenly.
+RARE_INSTANCES = 300
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EMPTY_JSON = "{}"
+_FAULT_JSON = json.dumps(digests.EMPTY_FAULT_STATE, separators=(",", ":"))
+_FAULT_CHECKSUM = digests.fault_state_checksum(digests.EMPTY_FAULT_STATE)
+_FLOW_STEP_INPUT = b"oxide-batch.flow-step-input.v1\0"
+_EMPTY_DESCRIPTOR = (*EMPTY_CONTEXT, _EMPTY_JSON)
+
+
+def _bulk_job(name: str, nodes: Sequence[tuple[str, str, int]], weight: int) -> JobSpec:
+    built = tuple(Node(node_id, kind, chunk_size=size) for node_id, kind, size in nodes)  # type: ignore[arg-type]
+    transitions: list[Transition] = []
+    for index, node in enumerate(built):
+        following = built[index + 1].id if index + 1 < len(built) else None
+        transitions.extend(_chain(node.id, following))
+    return JobSpec(
+        name,
+        "flow",
+        built,
+        tuple(transitions),
+        lambda rng, serial, when: {},
+        revisions=(Revision("bulk-1"),),
+        weight=weight,
+    )
+
+
+BULK_JOBS: tuple[JobSpec, ...] = (
+    _bulk_job(
+        "orders-etl",
+        (("extract-orders", "chunk", 500), ("transform-orders", "chunk", 500),
+         ("load-warehouse", "tasklet", 0)),
+        30,
+    ),
+    _bulk_job(
+        "clickstream-rollup",
+        (("read-events", "chunk", 2000), ("aggregate-sessions", "chunk", 1000),
+         ("publish-metrics", "tasklet", 0)),
+        25,
+    ),
+    _bulk_job(
+        "billing-usage-aggregate",
+        (("collect-usage", "chunk", 250), ("rate-usage", "chunk", 250),
+         ("post-charges", "chunk", 100)),
+        20,
+    ),
+    _bulk_job(
+        "partner-feed-export",
+        (("select-items", "chunk", 1000), ("render-feed", "chunk", 500),
+         ("upload-feed", "tasklet", 0)),
+        15,
+    ),
+    _bulk_job(
+        "inventory-reconcile",
+        (("fetch-stock", "chunk", 500), ("compare-ledger", "chunk", 500),
+         ("report-drift", "tasklet", 0)),
+        10,
+    ),
+)
+#: The job a benchmark pages deeply: a few hundred instances spread evenly.
+RARE_JOB = _bulk_job(
+    "annual-tax-archive",
+    (("gather-filings", "chunk", 100), ("seal-archive", "tasklet", 0),
+     ("ship-archive", "tasklet", 0)),
+    0,
+)
+
+
+@dataclass
+class BulkReport:
+    """Rows written by one bulk load and how long it took."""
+
+    instances: int = 0
+    executions: int = 0
+    steps: int = 0
+    flow_decisions: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        return self.instances + self.executions + self.steps + self.flow_decisions
+
+    @property
+    def rate(self) -> float:
+        """Executions (with their steps) per second."""
+        return self.executions / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass
+class _Ids:
+    instance: int
+    execution: int
+    step: int
+    decision: int
+    failure: int = 0
+
+
+@dataclass
+class _Batch:
+    instances: list[tuple[Any, ...]] = field(default_factory=list)
+    executions: list[tuple[Any, ...]] = field(default_factory=list)
+    steps: list[tuple[Any, ...]] = field(default_factory=list)
+    decisions: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Definition:
+    spec: JobSpec
+    id: int
+    digest: bytes
+    # (node id, step outcome) -> (target node, terminal kind)
+    routes: dict[tuple[str, str], tuple[str | None, str | None]] = field(
+        default_factory=dict
+    )
+
+    @property
+    def prefix(self) -> bytes:
+        """Return the job-name part of the instance key pre-image."""
+        return b"\x01" + _lp4(self.spec.name.encode("utf-8"))
+
+    @classmethod
+    def of(cls, spec: JobSpec, definition_id: int, digest: bytes) -> _Definition:
+        routes = {}
+        for node in spec.nodes:
+            for outcome in ("COMPLETED", "FAILED", "STOPPED"):
+                transition = spec.next_target(node.id, outcome)
+                terminal = transition.terminal.upper() if transition.terminal else None
+                routes[node.id, outcome] = (transition.node, terminal)
+        return cls(spec, definition_id, digest, routes)
+
+
+INSTANCE_COLUMNS = ("id", "job_name", "instance_key", "identifying_parameters", "created_at")
+EXECUTION_COLUMNS = (
+    "id", "job_instance_id", "definition_id", "restart_of_execution_id", "attempt",
+    "status", "exit_code", "parameters", "context_format", "context_schema",
+    "context_schema_version", "context_payload", "failure_category", "failure_id",
+    "created_at", "started_at", "ended_at", "updated_at", "version", "owner_token",
+)
+STEP_COLUMNS = (
+    "id", "job_execution_id", "step_name", "status", "exit_code",
+    "read_count", "processed_count", "write_count", "filter_count", "commit_count",
+    "rollback_count", "checkpoint_format", "checkpoint_schema",
+    "checkpoint_schema_version", "checkpoint_payload", "context_format",
+    "context_schema", "context_schema_version", "context_payload",
+    "failure_category", "failure_id", "created_at", "started_at", "ended_at",
+    "updated_at", "version", "step_logical_id", "read_retry_count",
+    "process_retry_count", "write_retry_count", "read_skip_count",
+    "process_skip_count", "write_skip_count", "no_rollback_count",
+    "fault_state_payload", "fault_state_checksum",
+)
+DECISION_COLUMNS = (
+    "id", "job_execution_id", "source_step_execution_id", "reused_decision_id",
+    "sequence", "source_node_id", "observed_outcome", "target_node_id",
+    "transition_kind", "terminal_kind", "plan_fingerprint", "input_digest",
+    "decided_at",
+)
+_TABLES = (
+    ("ob_job_instance", INSTANCE_COLUMNS, "instances"),
+    ("ob_job_execution", EXECUTION_COLUMNS, "executions"),
+    ("ob_step_execution", STEP_COLUMNS, "steps"),
+    ("ob_flow_decision", DECISION_COLUMNS, "decisions"),
+)
+# Positions of timestamp columns, converted per backend when written.
+_TIMESTAMPS = {
+    "instances": (4,),
+    "executions": (14, 15, 16, 17),
+    "steps": (21, 22, 23, 24),
+    "decisions": (12,),
+}
+
+_FAILURES = (
+    ("TRANSIENT_INFRASTRUCTURE", 40),
+    ("USER_COMPONENT", 25),
+    ("TIMEOUT", 15),
+    ("PERMANENT_INFRASTRUCTURE", 10),
+    ("SERIALIZATION", 5),
+    ("INVARIANT", 5),
+)
+_FAILURE_NAMES = [name for name, weight in _FAILURES for _ in range(weight)]
+
+
+class _Step:
+    """A step's running counters while an instance's history is planned."""
+
+    __slots__ = ("read", "processed", "write", "filter", "commit", "rollback",
+                 "retry", "skip", "offset")
+
+    def __init__(self) -> None:
+        self.read = self.processed = self.write = self.filter = 0
+        self.commit = self.rollback = self.retry = self.skip = self.offset = 0
+
+    def copy(self) -> _Step:
+        other = _Step()
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        return other
+
+
+class _Planner:
+    """Plan instances, attempts, steps and decisions as row tuples."""
+
+    def __init__(
+        self,
+        definitions: Sequence[_Definition],
+        rare: _Definition,
+        *,
+        executions: int,
+        start_ms: int,
+        end_ms: int,
+        ids: _Ids,
+        rng: random.Random,
+    ) -> None:
+        self.definitions = definitions
+        self.rare = rare
+        self.total = executions
+        self.start_ms = start_ms
+        self.span_ms = end_ms - start_ms
+        self.ids = ids
+        self.rng = rng
+        weights = [definition.spec.weight for definition in definitions]
+        self._choices = [d for d, w in zip(definitions, weights, strict=True) for _ in range(w)]
+        estimated_instances = max(1, int(executions / 1.12))
+        self.rare_every = max(50, estimated_instances // RARE_INSTANCES)
+        self.planned = 0
+        self.instance_index = 0
+        # Set by the writer when it gives up, so the planning thread stops.
+        self.cancelled = False
+
+    def _attempt_outcomes(self) -> list[tuple[str, int]]:
+        """Return ``(final status, failing node index)`` per attempt."""
+        roll = self.rng.random()
+        k = self.rng.randrange(3)
+        if roll < 0.86:
+            return [("COMPLETED", 3)]
+        if roll < 0.92:
+            return [("FAILED", k), ("COMPLETED", 3)]
+        if roll < 0.94:
+            return [("STOPPED", k), ("COMPLETED", 3)]
+        if roll < 0.97:
+            return [("FAILED", k)]
+        if roll < 0.98:
+            return [("ABANDONED", k)]
+        if roll < 0.99:
+            return [("STOPPED", k)]
+        later = self.rng.randrange(k, 3)
+        return [("FAILED", k), ("FAILED", later), ("COMPLETED", 3)]
+
+    def plan(self, budget: int, batch: _Batch) -> int:
+        """Append whole instances to ``batch`` until ``budget`` executions; return the count."""
+        written = 0
+        while written < budget and self.planned < self.total and not self.cancelled:
+            outcomes = self._attempt_outcomes()
+            remaining = min(budget - written, self.total - self.planned)
+            if len(outcomes) > remaining:
+                outcomes = [("COMPLETED", 3)]
+            rare = self.instance_index % self.rare_every == self.rare_every // 2
+            definition = self.rare if rare else self.rng.choice(self._choices)
+            at_ms = self.start_ms + self.span_ms * self.planned // self.total
+            self._instance(definition, outcomes, at_ms, batch)
+            self.instance_index += 1
+            self.planned += len(outcomes)
+            written += len(outcomes)
+        return written
+
+    def _instance(
+        self,
+        definition: _Definition,
+        outcomes: list[tuple[str, int]],
+        at_ms: int,
+        batch: _Batch,
+    ) -> None:
+        rng = self.rng
+        draw = rng.random
+        ids = self.ids
+        ids.instance += 1
+        instance_id = ids.instance
+        business_date = (_EPOCH + timedelta(milliseconds=at_ms)).date().isoformat()
+        shard = int(draw() * 16) - 8
+        backfill = draw() < 0.1
+        key = _fast_instance_key(
+            definition.prefix, business_date, shard, instance_id, backfill
+        )
+        envelope = (
+            '{"backfill": {"type": "bool", "identifying": true, "value": '
+            + ("true" if backfill else "false")
+            + '}, "business_date": {"type": "string", "identifying": true, '
+            + f'"value": "{business_date}"}}, "run_id": {{"type": "u64", '
+            + f'"identifying": true, "value": {instance_id}}}, "shard": '
+            + f'{{"type": "i64", "identifying": true, "value": {shard}}}}}'
+        )
+        batch.instances.append((instance_id, definition.spec.name, key, envelope, at_ms))
+        nodes = definition.spec.nodes
+        routes = definition.routes
+        digest = definition.digest
+        inputs = [_input_digest(key, node.id) for node in nodes]
+        # Latest step state per node index, and the STEP_EXIT decision (id,
+        # step id, target) that completed each node, for carry-over and reuse.
+        carried: dict[int, _Step] = {}
+        completed: dict[int, tuple[int, int, str]] = {}
+        previous_execution: int | None = None
+        clock = at_ms
+        for attempt, (final, failing) in enumerate(outcomes, start=1):
+            ids.execution += 1
+            execution_id = ids.execution
+            created = clock
+            started = created + 20 + int(draw() * 380)
+            t = started
+            sequence = 0
+            failure: tuple[str, int] | None = None
+            for index, node in enumerate(nodes):
+                if index in completed:
+                    # A restart does not re-run a completed step: the flow
+                    # records the reuse of the earlier decision.
+                    decision_id, step_id, target = completed[index]
+                    sequence += 1
+                    ids.decision += 1
+                    t += 1 + int(draw() * 4)
+                    batch.decisions.append((
+                        ids.decision, execution_id, step_id, decision_id, sequence,
+                        node.id, "COMPLETED", target, "COMPLETED_STEP_REUSE", None,
+                        digest, inputs[index], t,
+                    ))
+                    continue
+                step_status = "COMPLETED"
+                if index == failing:
+                    step_status = "STOPPED" if final == "STOPPED" else "FAILED"
+                ids.step += 1
+                step_id = ids.step
+                state = carried[index].copy() if index in carried else _Step()
+                step_created = t + 1 + int(draw() * 9)
+                step_started = step_created + 1 + int(draw() * 19)
+                duration = 5_000 + int(draw() * 595_000)
+                commits_before = state.commit
+                retries_before = state.rollback
+                if node.kind == "chunk":
+                    goal = 2_000 + int(draw() * 58_000)
+                    items = max(goal - state.read, node.chunk_size)
+                    if step_status != "COMPLETED":
+                        items = items * (1 + int(draw() * 89)) // 100
+                    filtered = items // 50
+                    skipped = items // 997
+                    retries = int(draw() * 3) if draw() < 0.1 else 0
+                    state.read += items
+                    state.processed += items - skipped
+                    state.filter += filtered
+                    state.write += items - skipped - filtered
+                    state.skip += skipped
+                    state.commit += -(-items // node.chunk_size)
+                    state.retry += retries
+                    state.rollback += retries
+                    checkpoint: tuple[Any, ...] = (
+                        1, node.checkpoint_schema, 1, f'{{"offset": {state.read}}}'
+                    )
+                else:
+                    checkpoint = _EMPTY_DESCRIPTOR
+                step_ended = step_started + duration
+                # created v0, STARTED v1, one per commit and retry, the
+                # finishing transition (STOPPING first for a stop), the
+                # exit-status enrichment.
+                version = (
+                    3 + (state.commit - commits_before) + (state.rollback - retries_before)
+                    + (1 if step_status == "STOPPED" else 0)
+                )
+                category = failure_id = None
+                if step_status == "FAILED":
+                    category = _FAILURE_NAMES[int(draw() * len(_FAILURE_NAMES))]
+                    failure_id = execution_id * 8 + index + 1
+                    failure = (category, failure_id)
+                batch.steps.append((
+                    step_id, execution_id, node.name, step_status, step_status,
+                    state.read, state.processed, state.write, state.filter, state.commit,
+                    state.rollback, *checkpoint, *_EMPTY_DESCRIPTOR, category, failure_id,
+                    step_created, step_started, step_ended, step_ended + 1, version,
+                    node.id, state.retry, 0, 0, 0, state.skip, 0, 0,
+                    _FAULT_JSON, _FAULT_CHECKSUM,
+                ))
+                carried[index] = state
+                target, terminal = routes[node.id, step_status]
+                sequence += 1
+                ids.decision += 1
+                t = step_ended + 2 + int(draw() * 28)
+                batch.decisions.append((
+                    ids.decision, execution_id, step_id, None, sequence, node.id,
+                    step_status, target, "STEP_EXIT", terminal, digest, inputs[index], t,
+                ))
+                if step_status != "COMPLETED":
+                    break
+                if target is not None:
+                    completed[index] = (ids.decision, step_id, target)
+            ended = t + 5 + int(draw() * 45)
+            # Abandoning keeps the exit code the FAILED attempt was given.
+            exit_code = "FAILED" if final == "ABANDONED" else final
+            # created v0, STARTED v1, (STOPPING), the finishing transition,
+            # the exit-status enrichment, (ABANDONED by an operator).
+            version = 4 if final in ("STOPPED", "ABANDONED") else 3
+            updated = ended + 1
+            if final == "ABANDONED":
+                updated = ended + 600_000 + int(draw() * 6_600_000)
+            batch.executions.append((
+                execution_id, instance_id, definition.id, previous_execution, attempt,
+                final, exit_code, envelope, *_EMPTY_DESCRIPTOR,
+                failure[0] if failure else None, failure[1] if failure else None,
+                created, started, ended, updated, version, rng.randbytes(16),
+            ))
+            previous_execution = execution_id
+            clock = updated + 60_000 + int(draw() * 3_540_000)
+
+
+def _input_digest(instance_key: bytes, node_id: str) -> bytes:
+    """
+    Return the input digest a flow step's decisions carry.
+
+    The runtime derives it from the step's inputs under the flow-step domain
+    tag; here the inputs are the instance and the node, so a restart's reuse
+    decision carries the digest of the decision it reuses.
+    """
+    return hashlib.sha256(_FLOW_STEP_INPUT + instance_key + node_id.encode("utf-8")).digest()
+
+
+def _lp4(data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + data
+
+
+_KEY_BACKFILL = _lp4(b"backfill") + b"\x04"
+_KEY_DATE = _lp4(b"business_date") + b"\x01"
+_KEY_RUN = _lp4(b"run_id") + b"\x03"
+_KEY_SHARD = _lp4(b"shard") + b"\x02"
+
+
+def _fast_instance_key(
+    prefix: bytes, business_date: str, shard: int, run_id: int, backfill: bool
+) -> bytes:
+    """
+    Return :func:`batchboard.digests.instance_key` for the bulk parameters.
+
+    The parameter names are fixed, so the pre-image is assembled directly
+    (names already in byte order); the invariant checks recompute every
+    stored key the slow way.
+    """
+    return hashlib.sha256(
+        prefix
+        + _KEY_BACKFILL
+        + (b"\x01" if backfill else b"\x00")
+        + _KEY_DATE
+        + _lp4(business_date.encode("ascii"))
+        + _KEY_RUN
+        + struct.pack(">Q", run_id)
+        + _KEY_SHARD
+        + struct.pack(">q", shard)
+    ).digest()
+
+
+def _ensure_definitions(
+    specs: Iterable[JobSpec], alias: str, registered_at: datetime
+) -> list[_Definition]:
+    """Register each bulk job's definition (idempotently) and return them."""
+    from batchboard.repository.clock import ManualClock
+    from batchboard.repository.definitions import Definition, DefinitionsMixin
+
+    repository = DefinitionsMixin(using=alias, clock=ManualClock(registered_at))
+    out = []
+    for spec in specs:
+        revision = spec.revisions[0]
+        row: JobDefinition = repository.register_definition(
+            spec.name, Definition(revision.name, spec.manifest(revision))
+        )
+        out.append(_Definition.of(spec, row.id, bytes(row.manifest_digest)))
+    return out
+
+
+def _max_ids(alias: str) -> _Ids:
+    with connections[alias].cursor() as cursor:
+        values = []
+        for table in ("ob_job_instance", "ob_job_execution", "ob_step_execution",
+                      "ob_flow_decision"):
+            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
+            values.append(int(cursor.fetchone()[0]))
+    return _Ids(*values)
+
+
+def _ms_to_datetime(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+def _sqlite_timestamp(ms: int | None) -> str | None:
+    # Django's SQLite backend stores naive UTC text, microseconds included.
+    if ms is None:
+        return None
+    return _ms_to_datetime(ms).replace(tzinfo=None).isoformat(sep=" ")
+
+
+def _write_postgresql(alias: str, batch: _Batch) -> None:
+    raw = connections[alias].cursor().connection
+    with raw.cursor() as cursor:
+        for table, columns, attribute in _TABLES:
+            rows: list[tuple[Any, ...]] = getattr(batch, attribute)
+            if not rows:
+                continue
+            stamps = _TIMESTAMPS[attribute]
+            statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+            with cursor.copy(statement) as copy:
+                for row in rows:
+                    values = list(row)
+                    for position in stamps:
+                        if values[position] is not None:
+                            values[position] = _ms_to_datetime(values[position])
+                    copy.write_row(values)
+
+
+def _write_sqlite(alias: str, batch: _Batch) -> None:
+    with connections[alias].cursor() as cursor:
+        for table, columns, attribute in _TABLES:
+            rows: list[tuple[Any, ...]] = getattr(batch, attribute)
+            if not rows:
+                continue
+            stamps = _TIMESTAMPS[attribute]
+            converted = []
+            for row in rows:
+                values = list(row)
+                for position in stamps:
+                    values[position] = _sqlite_timestamp(values[position])
+                converted.append(values)
+            marks = ", ".join(["%s"] * len(columns))
+            cursor.executemany(
+                f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({marks})',
+                converted,
+            )
+
+
+def _advance_sequences(alias: str) -> None:
+    """Move each identity sequence past the ids written explicitly."""
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return  # SQLite's AUTOINCREMENT follows the largest id by itself.
+    with connection.cursor() as cursor:
+        for table, _, _ in _TABLES:
+            cursor.execute(
+                "SELECT setval(pg_get_serial_sequence(%s, 'id'), "
+                f"(SELECT COALESCE(MAX(id), 0) + 1 FROM {table}), false)",
+                [f"oxide_batch.{table}"],
+            )
+
+
+def bulk_load(
+    executions: int,
+    *,
+    seed: int = 0,
+    now: datetime | None = None,
+    using: str | None = None,
+    batch_executions: int = 20_000,
+    progress: Callable[[BulkReport], None] | None = None,
+) -> BulkReport:
+    """
+    Append ``executions`` finished executions with their instances, steps
+    and flow decisions, spread over the 60 days before ``now``.
+
+    Deterministic for a given ``seed``, ``now`` and starting database.
+    """
+    if executions < 1:
+        raise ValueError("load at least one execution")
+    alias = using or conf.database_alias()
+    connection = connections[alias]
+    now = digests_now(now)
+    end = now - timedelta(hours=6)
+    start = end - timedelta(days=HISTORY_DAYS)
+    registered = start - timedelta(days=1)
+    definitions = _ensure_definitions(BULK_JOBS, alias, registered)
+    (rare,) = _ensure_definitions((RARE_JOB,), alias, registered)
+    report = BulkReport()
+    began = time.perf_counter()
+    write = _write_postgresql if connection.vendor == "postgresql" else _write_sqlite
+    with transaction.atomic(using=alias):
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                # Keep other writers out so the explicit ids stay unique and
+                # the sequences can be moved past them afterwards.
+                cursor.execute(
+                    "LOCK TABLE ob_job_instance, ob_job_execution, ob_step_execution, "
+                    "ob_flow_decision IN SHARE ROW EXCLUSIVE MODE"
+                )
+        ids = _max_ids(alias)
+        planner = _Planner(
+            definitions,
+            rare,
+            executions=executions,
+            start_ms=digests.epoch_ms(start),
+            end_ms=digests.epoch_ms(end),
+            ids=ids,
+            rng=random.Random(seed),
+        )
+        # Plan the next batch while the database ingests the current one:
+        # the driver releases the GIL while it waits for the server.
+        batches: queue.Queue[_Batch | BaseException | None] = queue.Queue(maxsize=2)
+
+        def produce() -> None:
+            try:
+                while planner.planned < executions and not planner.cancelled:
+                    batch = _Batch()
+                    planner.plan(batch_executions, batch)
+                    batches.put(batch)
+            except BaseException as error:  # handed to the writer to re-raise
+                batches.put(error)
+            else:
+                batches.put(None)
+
+        producer = threading.Thread(target=produce, name="batchboard-bulk", daemon=True)
+        producer.start()
+        try:
+            while (item := batches.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                write(alias, item)
+                report.instances += len(item.instances)
+                report.executions += len(item.executions)
+                report.steps += len(item.steps)
+                report.flow_decisions += len(item.decisions)
+                report.seconds = time.perf_counter() - began
+                if progress is not None:
+                    progress(report)
+        finally:
+            planner.cancelled = True
+            while producer.is_alive():
+                try:
+                    batches.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+        _advance_sequences(alias)
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def digests_now(now: datetime | None) -> datetime:
+    """Return ``now`` (or the wall clock) as an aware UTC instant in whole ms."""
+    moment = now or datetime.now(UTC)
+    if moment.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)

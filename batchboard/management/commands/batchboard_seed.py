@@ -1,0 +1,91 @@
+"""``manage.py batchboard_seed``: demo history, or a bulk load for benchmarks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from batchboard import conf
+from batchboard.demo import bulk
+from batchboard.models import JobExecution
+
+
+class Command(BaseCommand):
+    help = (
+        "Seed realistic, deterministic oxide-batch history through the job "
+        "repository, or (--bulk) append many finished executions fast."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--seed", type=int, default=2026, help="Random seed (default 2026)."
+        )
+        parser.add_argument(
+            "--instances",
+            type=int,
+            default=None,
+            help="Job instances to seed (default 3000).",
+        )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="Seed even when the database already holds history.",
+        )
+        parser.add_argument(
+            "--bulk",
+            action="store_true",
+            help="Append finished executions in bulk (COPY on PostgreSQL).",
+        )
+        parser.add_argument(
+            "--executions",
+            type=int,
+            default=None,
+            help="Executions to append in bulk mode (default 100000).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["bulk"]:
+            if options["instances"] is not None:
+                raise CommandError("--instances applies to demo seeding, not --bulk.")
+            self._bulk(
+                options["executions"] or 100_000, options["seed"], options["verbosity"]
+            )
+            return
+        if options["executions"] is not None:
+            raise CommandError("--executions applies only with --bulk.")
+        self._seed(options)
+
+    def _bulk(self, executions: int, seed: int, verbosity: int) -> None:
+        if executions < 1:
+            raise CommandError("--executions must be at least 1.")
+
+        def progress(report: bulk.BulkReport) -> None:
+            if verbosity >= 2:
+                self.stdout.write(
+                    f"  {report.executions} executions, {report.rate:,.0f}/s"
+                )
+
+        report = bulk.bulk_load(executions, seed=seed, progress=progress)
+        self.stdout.write(
+            f"Loaded {report.rows:,} rows: {report.instances:,} instances, "
+            f"{report.executions:,} executions, {report.steps:,} steps, "
+            f"{report.flow_decisions:,} flow decisions in {report.seconds:.1f} s "
+            f"({report.rate:,.0f} executions/s)."
+        )
+
+    def _seed(self, options: dict[str, Any]) -> None:
+        from batchboard.demo import seed
+
+        alias = conf.database_alias()
+        if JobExecution.objects.using(alias).exists() and not options["force"]:
+            raise CommandError(
+                "The metadata database already holds job history; "
+                "batchboard_seed leaves it alone. Pass --force to add demo "
+                "history anyway."
+            )
+        instances = options["instances"] or seed.DEFAULT_INSTANCES
+        if instances < 1:
+            raise CommandError("--instances must be at least 1.")
+        report = seed.seed(instances=instances, seed=options["seed"])
+        self.stdout.write(report.summary())

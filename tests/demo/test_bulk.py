@@ -1,0 +1,76 @@
+"""The bulk loader writes only history the repository could have written."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+
+from batchboard import conf
+from batchboard.demo import bulk
+from batchboard.demo.verify import check_history
+from batchboard.models import FlowDecision, JobExecution, JobInstance, StepExecution
+from tests.demo.conftest import wipe
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_bulk_load_satisfies_every_invariant() -> None:
+    report = bulk.bulk_load(600, seed=7, now=NOW, batch_executions=250)
+    assert report.executions == 600
+    assert JobExecution.objects.count() == 600
+    assert StepExecution.objects.count() == report.steps
+    assert FlowDecision.objects.count() == report.flow_decisions
+    assert JobInstance.objects.count() == report.instances
+    assert 2.5 <= report.steps / report.executions <= 3.2
+    assert check_history() == []
+    statuses = set(JobExecution.objects.values_list("status", flat=True))
+    assert statuses == {"COMPLETED", "FAILED", "STOPPED", "ABANDONED"}
+    assert JobExecution.objects.filter(attempt__gt=1).exists()
+    rare = JobInstance.objects.filter(job_name=bulk.RARE_JOB.name).count()
+    assert 1 <= rare <= report.instances // 40
+
+
+def test_bulk_load_appends_and_moves_the_sequences() -> None:
+    first = bulk.bulk_load(120, seed=1, now=NOW)
+    second = bulk.bulk_load(80, seed=2, now=NOW)
+    assert JobExecution.objects.count() == first.executions + second.executions == 200
+    assert check_history() == []
+    # Ids handed out after the load continue past the explicit ones.
+    connection = connections[conf.database_alias()]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT nextval(pg_get_serial_sequence('oxide_batch.ob_job_instance', 'id'))")
+            (next_id,) = cursor.fetchone()
+        assert next_id > JobInstance.objects.order_by("-id").values_list("id", flat=True)[0]
+
+
+def test_bulk_load_is_deterministic() -> None:
+    bulk.bulk_load(150, seed=3, now=NOW)
+    first = list(
+        JobExecution.objects.order_by("id").values_list(
+            "id", "status", "attempt", "created_at", "ended_at", "failure_category"
+        )
+    )
+    wipe()
+    bulk.bulk_load(150, seed=3, now=NOW)
+    second = list(
+        JobExecution.objects.order_by("id").values_list(
+            "id", "status", "attempt", "created_at", "ended_at", "failure_category"
+        )
+    )
+    offset = second[0][0] - first[0][0]
+    assert [row[1:] for row in first] == [row[1:] for row in second]
+    assert offset >= 0
+
+
+def test_bulk_command_prints_rows_and_rate() -> None:
+    out = StringIO()
+    call_command("batchboard_seed", "--bulk", "--executions", "50", stdout=out)
+    assert "50 executions" in out.getvalue()
+    assert "executions/s" in out.getvalue()
