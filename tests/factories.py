@@ -115,7 +115,10 @@ def execution(
         attempt = (
             JobExecution.objects.filter(job_instance=job_instance).count() + 1
         )
-    created = created_at or now()
+    # Finished executions default to having ended just now, never in the future.
+    created = created_at or (
+        now() - duration - timedelta(seconds=1) if status in schema.FINISHED else now()
+    )
     started = None if status == "STARTING" else created + timedelta(seconds=1)
     ended = (
         (started or created) + duration if status in schema.FINISHED else None
