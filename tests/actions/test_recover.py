@@ -350,3 +350,29 @@ def test_bad_directives_are_refused(admin_user: User, directive: actions.Directi
     with pytest.raises(actions.InvalidRequest):
         _recover(admin_user, proposal, "op-bad", directive=directive)
     assert not OperatorRequest.objects.exists()
+
+
+def test_decision_update_and_audit_commit_together(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed audit insert takes the decision and the update back with it."""
+    from django.db import IntegrityError
+
+    from batchboard.actions import executions
+
+    real_audit = executions._audit
+
+    def failing_audit(request: object, at: object, effect: object, code: object) -> object:
+        if effect is not None:
+            raise IntegrityError("duplicate key")
+        return real_audit(request, at, effect, code)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executions, "_audit", failing_audit)
+    execution = factories.execution("STARTED")
+    proposal = actions.propose(execution.pk)
+    with pytest.raises(actions.ConcurrentModification):
+        _recover(admin_user, proposal, "op-torn")
+    fresh = JobExecution.objects.get(pk=execution.pk)
+    assert (fresh.status, fresh.version, fresh.failure_category) == ("STARTED", 3, None)
+    assert not RecoveryDecision.objects.exists()
+    assert not OperatorRequest.objects.exists()
