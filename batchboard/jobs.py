@@ -52,6 +52,7 @@ upgrade edge (:meth:`JobRepository.register_upgrade`), as in oxide-batch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -217,7 +218,9 @@ class StepContext:
         repo = self._run.repo
         with transaction.atomic(using=repo.alias):
             yield chunk
-            checkpoint = chunk.checkpoint if chunk.checkpoint is not None else self.checkpoint
+            checkpoint = (
+                chunk.checkpoint if chunk.checkpoint is not None else self.checkpoint
+            )
             self.row = repo.commit_chunk(
                 self.row.pk,
                 self.row.version,
@@ -250,8 +253,11 @@ class StepContext:
         """Commit one chunk's counters and checkpoint (see :meth:`chunk`)."""
         with self.chunk() as chunk:
             chunk.add(
-                read=read, processed=processed, written=written,
-                filtered=filtered, skipped=skipped,
+                read=read,
+                processed=processed,
+                written=written,
+                filtered=filtered,
+                skipped=skipped,
             )
             chunk.checkpoint = checkpoint
             chunk.context = context
@@ -359,7 +365,9 @@ class Job:
         execution = repo.launch(self.name, parameters or {}, self.definition())
         return _Run(self, repo, execution).execute(reraise=reraise)
 
-    def run_execution(self, execution_id: int, *, reraise: bool = False) -> JobExecution:
+    def run_execution(
+        self, execution_id: int, *, reraise: bool = False
+    ) -> JobExecution:
         """
         Run an execution created elsewhere (an operator's LAUNCH or RESTART).
 
@@ -407,7 +415,9 @@ class _Run:
         )
         logger.info(
             "batchboard job %s: execution %s attempt %s started",
-            self.job.name, self.execution.pk, self.execution.attempt,
+            self.job.name,
+            self.execution.pk,
+            self.execution.attempt,
         )
         try:
             self.observe(force=True)
@@ -470,13 +480,17 @@ class _Run:
         # Only the exception's type is logged: its message may hold data.
         logger.error(
             "batchboard job %s: execution %s failed%s with %s, %s, failure id %s",
-            self.job.name, self.execution.pk, f" in step {step}" if step else "",
-            type(error).__name__, failure.category, failure.failure_id,
+            self.job.name,
+            self.execution.pk,
+            f" in step {step}" if step else "",
+            type(error).__name__,
+            failure.category,
+            failure.failure_id,
         )
-        try:
+        # Remember the failure on the exception so the step and the job
+        # record the same failure id; some exception types refuse attributes.
+        with contextlib.suppress(AttributeError):
             error._batchboard_failure = failure  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
         return failure
 
     def _end_step(
@@ -491,12 +505,18 @@ class _Run:
                 elif status == "COMPLETED":
                     row = self.repo.transition_step(row.pk, row.version, "STARTED")
             if row.status not in schema.FINISHED:
-                row = self.repo.transition_step(row.pk, row.version, status, failure=failure)
-            context.row = self.repo.enrich_step_exit_status(row.pk, row.version, row.status)
+                row = self.repo.transition_step(
+                    row.pk, row.version, status, failure=failure
+                )
+            context.row = self.repo.enrich_step_exit_status(
+                row.pk, row.version, row.status
+            )
         except RepositoryError as error:
             logger.error(
                 "batchboard job %s: could not record the end of step %s (%s)",
-                self.job.name, context.row.step_name, error,
+                self.job.name,
+                context.row.step_name,
+                error,
             )
 
     def _finish(self, status: str, failure: Failure | None = None) -> JobExecution:
@@ -507,14 +527,18 @@ class _Run:
                 # Someone else (a recovery) already decided this execution.
                 logger.warning(
                     "batchboard job %s: execution %s is %s; leaving it as it is",
-                    self.job.name, execution.pk, execution.status,
+                    self.job.name,
+                    execution.pk,
+                    execution.status,
                 )
                 return execution
             if execution.status == "STOPPING" and status == "COMPLETED":
                 # A stop observed after the last commit still wins.
                 status = "STOPPED"
             if execution.status == "STARTING" and status != "FAILED":
-                execution = repo.transition_execution(execution.pk, execution.version, "STOPPING")
+                execution = repo.transition_execution(
+                    execution.pk, execution.version, "STOPPING"
+                )
             execution = repo.transition_execution(
                 execution.pk, execution.version, status, failure=failure
             )
@@ -524,11 +548,15 @@ class _Run:
         except RepositoryError as error:
             logger.error(
                 "batchboard job %s: could not record the end of execution %s (%s)",
-                self.job.name, self.execution.pk, error,
+                self.job.name,
+                self.execution.pk,
+                error,
             )
             return self.refresh()
         logger.info(
             "batchboard job %s: execution %s ended %s",
-            self.job.name, self.execution.pk, self.execution.status,
+            self.job.name,
+            self.execution.pk,
+            self.execution.status,
         )
         return self.execution

@@ -41,12 +41,13 @@ messages without parameter values or payloads.
 from __future__ import annotations
 
 from batchboard.digests import JobParameter
-from batchboard.repository.clock import Clock, ManualClock, SystemClock, truncate_ms
 from batchboard.repository import errors
+from batchboard.repository.clock import Clock, ManualClock, SystemClock, truncate_ms
 from batchboard.repository.definitions import Definition
 from batchboard.repository.errors import *  # noqa: F403  (every error, by name)
 from batchboard.repository.errors import RepositoryError
 from batchboard.repository.executions import EMPTY_CONTEXT_SCHEMA, ExecutionControl
+from batchboard.repository.flows import FlowsMixin, FlowTarget, pattern_matches
 from batchboard.repository.lifecycle import (
     ACTIVE,
     FINISHED,
@@ -54,7 +55,6 @@ from batchboard.repository.lifecycle import (
     UNRESOLVED,
     Failure,
 )
-from batchboard.repository.flows import FlowsMixin, FlowTarget, pattern_matches
 from batchboard.repository.partitions import PartitionEntry, verify_partition
 from batchboard.repository.steps import (
     DEFAULT_START_LIMIT,

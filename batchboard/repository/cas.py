@@ -75,9 +75,7 @@ def cas_transition(
         at=at,
     )
     kept = failure or (
-        Failure(row.failure_category, row.failure_id)
-        if row.failure_category
-        else None
+        Failure(row.failure_category, row.failure_id) if row.failure_category else None
     )
     values: dict[str, Any] = {
         "status": to_status,

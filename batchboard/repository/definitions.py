@@ -73,7 +73,9 @@ class Definition:
 
 
 class DefinitionsMixin(RepositoryBase):
-    def register_definition(self, job_name: str, definition: Definition) -> JobDefinition:
+    def register_definition(
+        self, job_name: str, definition: Definition
+    ) -> JobDefinition:
         """
         Register ``definition`` for ``job_name`` and return its row.
 
@@ -86,7 +88,9 @@ class DefinitionsMixin(RepositoryBase):
         with self.unit():
             return self._ensure_definition(job_name, definition)
 
-    def _ensure_definition(self, job_name: str, definition: Definition) -> JobDefinition:
+    def _ensure_definition(
+        self, job_name: str, definition: Definition
+    ) -> JobDefinition:
         check_name(job_name, "job name")
         actual = definition.job_name
         if actual is not None and actual != job_name:
@@ -156,15 +160,20 @@ class DefinitionsMixin(RepositoryBase):
             raise InvalidArgument(f"a step mapping is at most {MANIFEST_LIMIT} bytes")
         with self.unit():
             definitions = JobDefinition.objects.using(self.alias)
-            rows = {row.id: row for row in definitions.filter(
-                id__in=[from_definition_id, to_definition_id]
-            )}
+            rows = {
+                row.id: row
+                for row in definitions.filter(
+                    id__in=[from_definition_id, to_definition_id]
+                )
+            }
             for wanted in (from_definition_id, to_definition_id):
                 if wanted not in rows:
                     raise DefinitionNotFound(wanted)
             source, target = rows[from_definition_id], rows[to_definition_id]
             if source.job_name != target.job_name:
-                raise InvalidDefinitionUpgrade("the definitions belong to different jobs")
+                raise InvalidDefinitionUpgrade(
+                    "the definitions belong to different jobs"
+                )
             if bytes(source.manifest_digest) == bytes(target.manifest_digest):
                 raise InvalidDefinitionUpgrade("the definitions have the same manifest")
             edges = DefinitionUpgrade.objects.using(self.alias)

@@ -18,7 +18,7 @@ class RepositoryError(Exception):
     code = "REPOSITORY"
 
 
-# -- infrastructure --------------------------------------------------------------
+# -- infrastructure -----------------------------------------------------------
 
 
 class Unavailable(RepositoryError):
@@ -48,7 +48,7 @@ class InvalidArgument(RepositoryError):
     code = "INVALID_ARGUMENT"
 
 
-# -- lifecycle (spec 2.1) --------------------------------------------------------
+# -- lifecycle (spec 2.1) -----------------------------------------------------
 
 
 class StaleVersion(RepositoryError):
@@ -103,7 +103,7 @@ class InvalidTransitionTime(RepositoryError):
         )
 
 
-# -- not found -------------------------------------------------------------------
+# -- not found ----------------------------------------------------------------
 
 
 class JobInstanceNotFound(RepositoryError):
@@ -130,7 +130,7 @@ class StepExecutionNotFound(RepositoryError):
         super().__init__(f"step execution {step_execution_id} does not exist")
 
 
-# -- attempts and restart (spec 2.2, 7.4) ------------------------------------------
+# -- attempts and restart (spec 2.2, 7.4) -------------------------------------
 
 
 class CompletedInstance(RepositoryError):
@@ -213,7 +213,7 @@ class StepNotStarted(RepositoryError):
         )
 
 
-# -- definitions (spec 2.3) --------------------------------------------------------
+# -- definitions (spec 2.3) ---------------------------------------------------
 
 
 class IncompatibleDefinition(RepositoryError):
@@ -247,9 +247,7 @@ class DefinitionJobMismatch(RepositoryError):
     def __init__(self, expected: str, actual: str) -> None:
         self.expected = expected
         self.actual = actual
-        super().__init__(
-            f"the manifest describes job {actual!r}, not job {expected!r}"
-        )
+        super().__init__(f"the manifest describes job {actual!r}, not job {expected!r}")
 
 
 class UnsupportedManifestVersion(RepositoryError):
@@ -291,7 +289,7 @@ class DefinitionNotFound(RepositoryError):
         super().__init__(f"job definition {definition_id} does not exist")
 
 
-# -- partitions (spec 7.6) -----------------------------------------------------------
+# -- partitions (spec 7.6) ----------------------------------------------------
 
 
 class EmptyPartitionPlan(RepositoryError):
@@ -427,7 +425,9 @@ class PartitionStateCorrupt(RepositoryError):
     def __init__(self, reason: str, *, partition_id: int | None = None) -> None:
         self.reason = reason
         self.partition_id = partition_id
-        subject = f"step partition {partition_id}" if partition_id else "partition state"
+        subject = (
+            f"step partition {partition_id}" if partition_id else "partition state"
+        )
         super().__init__(f"{subject} is inconsistent: {reason}")
 
 
@@ -441,7 +441,7 @@ class PartitionCountOverflow(RepositoryError):
         )
 
 
-# -- flows and ownership (spec 7.5, 7.7) ----------------------------------------------
+# -- flows and ownership (spec 7.5, 7.7) --------------------------------------
 
 
 class FlowStateCorrupt(RepositoryError):

@@ -80,7 +80,7 @@ def _check_token(token: bytes) -> bytes:
 
 
 class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
-    # -- reading -------------------------------------------------------------
+    # -- reading --------------------------------------------------------------
 
     def get_execution(self, execution_id: int) -> JobExecution:
         """Return execution ``execution_id`` or raise :class:`JobExecutionNotFound`."""
@@ -152,7 +152,9 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
                 raise AbandonedInstance(instance_id)
             if latest.status not in (STOPPED, FAILED):
                 raise ExecutionAlreadyActive(instance_id, latest.pk, latest.status)
-        row = self._ensure_definition(instance.job_name, definition or Definition.legacy())
+        row = self._ensure_definition(
+            instance.job_name, definition or Definition.legacy()
+        )
         upgrade_from = None
         if latest is not None and latest.definition_id != row.pk:
             edge = DefinitionUpgrade.objects.using(self.alias).filter(
@@ -239,7 +241,9 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
             updated = (
                 JobExecution.objects.using(self.alias)
                 .filter(pk=execution_id, version=expected_version)
-                .update(exit_code=exit_code, updated_at=now, version=expected_version + 1)
+                .update(
+                    exit_code=exit_code, updated_at=now, version=expected_version + 1
+                )
             )
             if updated != 1:
                 raise classify_miss(
@@ -352,7 +356,9 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
             )
             if row is None:
                 raise JobExecutionNotFound(execution_id)
-            owner_matches = row.owner_token is not None and bytes(row.owner_token) == token
+            owner_matches = (
+                row.owner_token is not None and bytes(row.owner_token) == token
+            )
             stop_requested = row.stop_requested_at is not None
             if owner_matches and stop_requested and row.status in (STARTING, STARTED):
                 row = cas_transition(
@@ -366,4 +372,3 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
                     what=f"job execution {execution_id}",
                 )
             return ExecutionControl(row, owner_matches, stop_requested)
-

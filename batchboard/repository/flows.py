@@ -186,13 +186,21 @@ class FlowsMixin(PartitionsMixin):
             instance_id = execution.job_instance_id
             if source_step_execution_id is None:
                 if transition_kind not in ("DECIDER", "SPLIT_AGGREGATE"):
-                    raise FlowStateCorrupt(f"a {transition_kind} decision needs its step")
-            elif not StepExecution.objects.using(self.alias).filter(
-                pk=source_step_execution_id,
-                job_execution__job_instance_id=instance_id,
-                step_logical_id=source_node_id,
-            ).exists():
-                raise FlowStateCorrupt("the source step is not this node's in this instance")
+                    raise FlowStateCorrupt(
+                        f"a {transition_kind} decision needs its step"
+                    )
+            elif (
+                not StepExecution.objects.using(self.alias)
+                .filter(
+                    pk=source_step_execution_id,
+                    job_execution__job_instance_id=instance_id,
+                    step_logical_id=source_node_id,
+                )
+                .exists()
+            ):
+                raise FlowStateCorrupt(
+                    "the source step is not this node's in this instance"
+                )
             if reused_decision_id is not None:
                 reused = (
                     FlowDecision.objects.using(self.alias)
@@ -213,7 +221,9 @@ class FlowsMixin(PartitionsMixin):
                     raise FlowStateCorrupt("the reused decision does not match")
             decisions = FlowDecision.objects.using(self.alias)
             if sequence is None:
-                sequence = decisions.filter(job_execution_id=job_execution_id).count() + 1
+                sequence = (
+                    decisions.filter(job_execution_id=job_execution_id).count() + 1
+                )
             elif isinstance(sequence, bool) or not 1 <= sequence < 2**63:
                 raise InvalidArgument("a decision sequence is a positive integer")
             try:

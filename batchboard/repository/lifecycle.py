@@ -71,7 +71,9 @@ class Failure:
         object.__setattr__(self, "category", category)
 
 
-def validate_transition(from_status: str, to_status: str, failure: Failure | None) -> None:
+def validate_transition(
+    from_status: str, to_status: str, failure: Failure | None
+) -> None:
     """Raise the contract's error if ``from_status -> to_status`` is not allowed."""
     if to_status not in TRANSITIONS:
         raise InvalidArgument(f"unknown status {to_status!r}")

@@ -84,16 +84,22 @@ def verify_partition(partition: StepPartition) -> StepPartition:
     except (TypeError, ValueError):
         expected = b""
     if bytes(partition.context_checksum) != expected:
-        raise PartitionStateCorrupt("context checksum mismatch", partition_id=partition.pk)
+        raise PartitionStateCorrupt(
+            "context checksum mismatch", partition_id=partition.pk
+        )
     return partition
 
 
 class PartitionsMixin(StepsMixin):
-    # -- reading ------------------------------------------------------------------
+    # -- reading --------------------------------------------------------------
 
     def partitions(self, step_execution_id: int) -> list[StepPartition]:
         """Return a parent step's partitions in key byte order, verified."""
-        if not StepExecution.objects.using(self.alias).filter(pk=step_execution_id).exists():
+        if (
+            not StepExecution.objects.using(self.alias)
+            .filter(pk=step_execution_id)
+            .exists()
+        ):
             raise StepExecutionNotFound(step_execution_id)
         rows = StepPartition.objects.using(self.alias).filter(
             step_execution_id=step_execution_id
@@ -107,7 +113,7 @@ class PartitionsMixin(StepsMixin):
             raise StepPartitionNotFound(partition_id)
         return verify_partition(row)
 
-    # -- plan ----------------------------------------------------------------------
+    # -- plan -----------------------------------------------------------------
 
     def plan_partitions(
         self, step_execution_id: int, entries: Sequence[PartitionEntry]
@@ -145,7 +151,9 @@ class PartitionsMixin(StepsMixin):
                     f"partition {ordinal} has a context with floats; use integers"
                 ) from None
             if len(envelope) > CONTEXT_ENVELOPE_LIMIT:
-                raise PartitionContextTooLarge(ordinal, len(envelope), CONTEXT_ENVELOPE_LIMIT)
+                raise PartitionContextTooLarge(
+                    ordinal, len(envelope), CONTEXT_ENVELOPE_LIMIT
+                )
             rows.append(
                 {
                     "partition_key": entry.key,
@@ -206,9 +214,13 @@ class PartitionsMixin(StepsMixin):
                 .values_list("status", flat=True)
                 .get()
             )
-            if source.step_logical_id != target.step_logical_id or source_job_status not in (
-                FAILED,
-                STOPPED,
+            if (
+                source.step_logical_id != target.step_logical_id
+                or source_job_status
+                not in (
+                    FAILED,
+                    STOPPED,
+                )
             ):
                 raise PartitionStateCorrupt(
                     "the source is not a failed or stopped attempt of the same step"
@@ -259,7 +271,7 @@ class PartitionsMixin(StepsMixin):
             StepPartition.objects.using(self.alias).bulk_create(copies)
             return self.partitions(target_step_execution_id)
 
-    # -- workers -----------------------------------------------------------------------
+    # -- workers --------------------------------------------------------------
 
     def assign_partition(
         self, partition_id: int, expected_version: int, worker_step_execution_id: int
@@ -285,7 +297,10 @@ class PartitionsMixin(StepsMixin):
             if parent_id in self._plans_in_this_unit():
                 raise PartitionPlanNotCommitted(parent_id)
             self._check_partition_version(partition, expected_version)
-            first = partition.status == STARTING and partition.worker_step_execution_id is None
+            first = (
+                partition.status == STARTING
+                and partition.worker_step_execution_id is None
+            )
             retry = (
                 partition.status in (FAILED, STOPPED)
                 and partition.worker_step_execution_id is not None
@@ -300,7 +315,10 @@ class PartitionsMixin(StepsMixin):
             )
             if worker is None:
                 raise StepExecutionNotFound(worker_step_execution_id)
-            if worker.job_execution_id != parent.job_execution_id or worker.pk == parent.pk:
+            if (
+                worker.job_execution_id != parent.job_execution_id
+                or worker.pk == parent.pk
+            ):
                 raise PartitionWorkerMismatch(partition_id, worker_step_execution_id)
             if (
                 StepPartition.objects.using(self.alias)
@@ -355,7 +373,11 @@ class PartitionsMixin(StepsMixin):
             return partition
 
     def aggregate_partitions(
-        self, step_execution_id: int, expected_version: int, *, at: datetime | None = None
+        self,
+        step_execution_id: int,
+        expected_version: int,
+        *,
+        at: datetime | None = None,
     ) -> StepExecution:
         """
         Finish a parent step from its partitions' results.
@@ -388,26 +410,31 @@ class PartitionsMixin(StepsMixin):
                     raise PartitionAggregationIncomplete(step_execution_id)
             status = max((p.status for p in partitions), key=SEVERITY.index)
             selected = next(p for p in partitions if p.status == status)
-            totals = {name: sum(getattr(p, name) for p in partitions) for name in COUNTERS}
+            totals = {
+                name: sum(getattr(p, name) for p in partitions) for name in COUNTERS
+            }
             if any(total > _MAX_COUNT for total in totals.values()):
                 raise PartitionCountOverflow(step_execution_id)
-            workers = {
+            # Keyed by worker id; every partition was checked to have one.
+            workers: dict[int | None, StepExecution] = {
                 row.pk: row
                 for row in StepExecution.objects.using(self.alias)
                 .select_for_update()
                 .filter(pk__in=[p.worker_step_execution_id for p in partitions])
             }
             for partition in partitions:
-                worker = workers.get(partition.worker_step_execution_id)  # type: ignore[arg-type]
+                worker = workers.get(partition.worker_step_execution_id)
                 if worker is None or (
                     worker.status != partition.status
                     or worker.exit_code != partition.exit_code
-                    or any(getattr(worker, n) != getattr(partition, n) for n in COUNTERS)
+                    or any(
+                        getattr(worker, n) != getattr(partition, n) for n in COUNTERS
+                    )
                 ):
                     raise PartitionStateCorrupt(
                         "a partition differs from its worker", partition_id=partition.pk
                     )
-            chosen = workers[selected.worker_step_execution_id]  # type: ignore[index]
+            chosen = workers[selected.worker_step_execution_id]
             failure = (
                 Failure(chosen.failure_category, chosen.failure_id)
                 if chosen.failure_category
@@ -436,7 +463,7 @@ class PartitionsMixin(StepsMixin):
                 extra={"exit_code": selected.exit_code, **totals},
             )
 
-    # -- helpers ------------------------------------------------------------------------
+    # -- helpers --------------------------------------------------------------
 
     def _lock_step(self, step_execution_id: int) -> StepExecution:
         row = (
@@ -502,6 +529,8 @@ class PartitionsMixin(StepsMixin):
             )
             if actual is None:
                 raise StepPartitionNotFound(partition.pk)
-            raise StaleVersion(expected, int(actual), what=f"step partition {partition.pk}")
+            raise StaleVersion(
+                expected, int(actual), what=f"step partition {partition.pk}"
+            )
         for name, value in values.items():
             setattr(partition, name, value)

@@ -210,11 +210,13 @@ def check_fault_state(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class StepsMixin(ExecutionsMixin):
-    # -- reading ------------------------------------------------------------------
+    # -- reading --------------------------------------------------------------
 
     def get_step(self, step_execution_id: int) -> StepExecution:
         """Return step ``step_execution_id`` or raise :class:`StepExecutionNotFound`."""
-        row = StepExecution.objects.using(self.alias).filter(pk=step_execution_id).first()
+        row = (
+            StepExecution.objects.using(self.alias).filter(pk=step_execution_id).first()
+        )
         if row is None:
             raise StepExecutionNotFound(step_execution_id)
         return row
@@ -227,7 +229,7 @@ class StepsMixin(ExecutionsMixin):
             .order_by("namespace")
         )
 
-    # -- creation -------------------------------------------------------------------
+    # -- creation -------------------------------------------------------------
 
     def create_step(self, job_execution_id: int, step_name: str) -> StepExecution:
         """
@@ -292,7 +294,9 @@ class StepsMixin(ExecutionsMixin):
                 step_logical_id=node_id,
             )
             if history.count() >= start_limit:
-                raise StartLimitExceeded(execution.job_instance_id, node_id, start_limit)
+                raise StartLimitExceeded(
+                    execution.job_instance_id, node_id, start_limit
+                )
             source = history.order_by("-job_execution__attempt", "-id").first()
             return self._insert_step(execution, step_name, node_id, source)
 
@@ -382,7 +386,7 @@ class StepsMixin(ExecutionsMixin):
             )
         return step
 
-    # -- lifecycle ----------------------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------
 
     def transition_step(
         self,
@@ -432,7 +436,7 @@ class StepsMixin(ExecutionsMixin):
                 )
             return self.get_step(step_execution_id)
 
-    # -- progress -------------------------------------------------------------------------
+    # -- progress -------------------------------------------------------------
 
     def commit_chunk(
         self,
@@ -476,7 +480,9 @@ class StepsMixin(ExecutionsMixin):
         for name, delta in deltas.items():
             check_count(delta, name)
         with self.unit():
-            row = self._started_step(step_execution_id, expected_version, job_execution_id)
+            row = self._started_step(
+                step_execution_id, expected_version, job_execution_id
+            )
             values: dict[str, Any] = {}
             for name, delta in deltas.items():
                 total = getattr(row, name) + delta
@@ -542,7 +548,9 @@ class StepsMixin(ExecutionsMixin):
             raise InvalidArgument("a retry phase is read, process or write")
         payload = check_fault_state(fault_state)
         with self.unit():
-            row = self._started_step(step_execution_id, expected_version, job_execution_id)
+            row = self._started_step(
+                step_execution_id, expected_version, job_execution_id
+            )
             column = f"{phase}_retry_count"
             values = {
                 column: getattr(row, column) + 1,
@@ -564,7 +572,9 @@ class StepsMixin(ExecutionsMixin):
             raise StepExecutionNotFound(step_execution_id)
         if row.version != expected_version:
             raise StaleVersion(
-                expected_version, row.version, what=f"step execution {step_execution_id}"
+                expected_version,
+                row.version,
+                what=f"step execution {step_execution_id}",
             )
         if row.status != STARTED:
             raise StepNotStarted(step_execution_id, row.status)
@@ -601,4 +611,3 @@ class StepsMixin(ExecutionsMixin):
                     expected_version, current[0], what=f"step execution {row.pk}"
                 )
             raise StepNotStarted(row.pk, current[1])
-

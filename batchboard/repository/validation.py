@@ -36,7 +36,9 @@ def json_size(value: Any) -> int:
     return len(text.encode("utf-8"))
 
 
-def check_payload(value: object, what: str, limit: int = PAYLOAD_LIMIT) -> dict[str, Any]:
+def check_payload(
+    value: object, what: str, limit: int = PAYLOAD_LIMIT
+) -> dict[str, Any]:
     """
     Return ``value`` as a dict if it is a JSON object within ``limit`` bytes.
 

@@ -32,7 +32,11 @@ def test_run_fail_restart_complete() -> None:
     assert "ended FAILED" in output and "USER_COMPONENT" in output
     failed = JobExecution.objects.get()
     step = import_step(failed)
-    assert (step.status, step.write_count, step.checkpoint_payload["next"]) == ("FAILED", 450, 450)
+    assert (step.status, step.write_count, step.checkpoint_payload["next"]) == (
+        "FAILED",
+        450,
+        450,
+    )
 
     output = run("--records", "1000", "--chunk-size", "100")
     assert "attempt 2" in output and "ended COMPLETED" in output
@@ -40,11 +44,17 @@ def test_run_fail_restart_complete() -> None:
     assert resumed.restart_of_execution_id == failed.pk
     step = import_step(resumed)
     expected_total = sum(example.record_value(n) for n in range(1000))
-    assert (step.write_count, step.checkpoint_payload) == (1000, {"next": 1000, "total": expected_total})
+    assert (step.write_count, step.checkpoint_payload) == (
+        1000,
+        {"next": 1000, "total": expected_total},
+    )
     # Attempt 1 committed four full chunks and the 400..450 remainder; the
     # restart resumed at 450 and committed six chunks up to 1000.
     assert step.commit_count == 5 + 6
-    assert StepExecution.objects.get(job_execution=resumed, step_name="report").status == "COMPLETED"
+    assert (
+        StepExecution.objects.get(job_execution=resumed, step_name="report").status
+        == "COMPLETED"
+    )
 
     with pytest.raises(CommandError, match="already completed"):
         run("--records", "1000")
@@ -60,11 +70,17 @@ def test_stop_request_mid_run(monkeypatch: pytest.MonkeyPatch) -> None:
             execution = JobExecution.objects.get(pk=step.row.job_execution_id)
             JobRepository().request_stop(execution.pk, execution.version, actor="ops")
 
-    monkeypatch.setattr(example, "_sleep_watching_stop", operator_stops_during_third_chunk)
+    monkeypatch.setattr(
+        example, "_sleep_watching_stop", operator_stops_during_third_chunk
+    )
     output = run("--records", "1000", "--delay", "0.01")
     assert "ended STOPPED" in output
     step = import_step(JobExecution.objects.get())
-    assert (step.status, step.commit_count, step.checkpoint_payload["next"]) == ("STOPPED", 3, 300)
+    assert (step.status, step.commit_count, step.checkpoint_payload["next"]) == (
+        "STOPPED",
+        3,
+        300,
+    )
     assert "ended COMPLETED" in run("--records", "1000")
 
 
@@ -74,8 +90,16 @@ def test_run_an_execution_created_elsewhere() -> None:
     job = example.build_job(records=10, chunk_size=5, fail_at=None, delay=0)
     created = repo.launch(example.JOB_NAME, {}, job.definition())
     out = StringIO()
-    call_command("batchboard_example_job", "--execution", str(created.pk), "--records", "10",
-                 "--chunk-size", "5", stdout=out)
+    call_command(
+        "batchboard_example_job",
+        "--execution",
+        str(created.pk),
+        "--records",
+        "10",
+        "--chunk-size",
+        "5",
+        stdout=out,
+    )
     assert f"execution {created.pk} (attempt 1) ended COMPLETED" in out.getvalue()
     other = repo.launch("another-job")
     with pytest.raises(CommandError, match="belongs to job"):
@@ -100,7 +124,9 @@ def test_stop_a_slow_run_from_another_connection() -> None:
 
     def worker() -> None:
         try:
-            result["output"] = run("--records", "50", "--chunk-size", "5", "--delay", "0.15")
+            result["output"] = run(
+                "--records", "50", "--chunk-size", "5", "--delay", "0.15"
+            )
         except Exception as error:  # reported by the assertion below
             result["error"] = error
         finally:
@@ -111,13 +137,17 @@ def test_stop_a_slow_run_from_another_connection() -> None:
     deadline = time.monotonic() + 10
     execution = None
     while time.monotonic() < deadline:
-        step = StepExecution.objects.filter(step_name="import", commit_count__gte=1).first()
+        step = StepExecution.objects.filter(
+            step_name="import", commit_count__gte=1
+        ).first()
         if step is not None:
             execution = JobExecution.objects.get(pk=step.job_execution_id)
             break
         time.sleep(0.05)
     assert execution is not None, "the job never committed"
-    JobRepository().request_stop(execution.pk, execution.version, actor="ops@example.org")
+    JobRepository().request_stop(
+        execution.pk, execution.version, actor="ops@example.org"
+    )
     thread.join(timeout=15)
     assert not thread.is_alive()
     assert "error" not in result, result

@@ -27,7 +27,9 @@ class Boom(Exception):
     pass
 
 
-def counting_job(repo: JobRepository, *, fail_at: int | None = None, total: int = 10) -> Job:
+def counting_job(
+    repo: JobRepository, *, fail_at: int | None = None, total: int = 10
+) -> Job:
     job = Job("counting", revision="r1", repository=repo)
 
     @job.step("count")
@@ -48,11 +50,16 @@ def counting_job(repo: JobRepository, *, fail_at: int | None = None, total: int 
 
 def test_a_run_is_recorded_like_a_runtime_run(repo: JobRepository) -> None:
     execution = counting_job(repo).run(PARAMS)
-    assert (execution.status, execution.exit_code, execution.attempt) == ("COMPLETED", "COMPLETED", 1)
+    assert (execution.status, execution.exit_code, execution.attempt) == (
+        "COMPLETED",
+        "COMPLETED",
+        1,
+    )
     assert execution.owner_token is not None
     steps = list(StepExecution.objects.filter(job_execution=execution).order_by("id"))
     assert [(s.step_name, s.status, s.exit_code) for s in steps] == [
-        ("count", "COMPLETED", "COMPLETED"), ("report", "COMPLETED", "COMPLETED"),
+        ("count", "COMPLETED", "COMPLETED"),
+        ("report", "COMPLETED", "COMPLETED"),
     ]
     assert (steps[0].read_count, steps[0].commit_count) == (10, 5)
     assert steps[0].checkpoint_schema == "batchboard.jobs.checkpoint"
@@ -64,12 +71,18 @@ def test_a_run_is_recorded_like_a_runtime_run(repo: JobRepository) -> None:
         counting_job(repo).run(PARAMS)
 
 
-def test_failure_is_categorised_and_restart_resumes(repo: JobRepository, caplog: pytest.LogCaptureFixture) -> None:
+def test_failure_is_categorised_and_restart_resumes(
+    repo: JobRepository, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="batchboard.jobs")
     failed = counting_job(repo, fail_at=6).run(PARAMS)
     assert (failed.status, failed.failure_category) == ("FAILED", "USER_COMPONENT")
     step = StepExecution.objects.get(job_execution=failed)
-    assert (step.status, step.failure_id, step.checkpoint_payload) == ("FAILED", failed.failure_id, {"next": 6})
+    assert (step.status, step.failure_id, step.checkpoint_payload) == (
+        "FAILED",
+        failed.failure_id,
+        {"next": 6},
+    )
     assert "secret-record-content" not in caplog.text
     assert "Boom" in caplog.text and str(failed.failure_id) in caplog.text
 
@@ -83,7 +96,11 @@ def test_failure_is_categorised_and_restart_resumes(repo: JobRepository, caplog:
 
     job.steps[0].function = spy
     resumed = job.run(PARAMS)
-    assert (resumed.status, resumed.attempt, resumed.restart_of_execution_id) == ("COMPLETED", 2, failed.pk)
+    assert (resumed.status, resumed.attempt, resumed.restart_of_execution_id) == (
+        "COMPLETED",
+        2,
+        failed.pk,
+    )
     assert seen == [6]
     step = StepExecution.objects.get(job_execution=resumed, step_name="count")
     assert (step.read_count, step.commit_count) == (10, 5)
@@ -101,7 +118,10 @@ def test_completed_steps_are_not_run_again(repo: JobRepository) -> None:
 
     job.add_step("second", second)
     failed = job.run()
-    assert (failed.status, failed.failure_category) == ("FAILED", "TRANSIENT_INFRASTRUCTURE")
+    assert (failed.status, failed.failure_category) == (
+        "FAILED",
+        "TRANSIENT_INFRASTRUCTURE",
+    )
     done = job.run()
     assert done.status == "COMPLETED" and calls == ["first", "second", "second"]
     assert list(done.steps.values_list("step_name", flat=True)) == ["second"]
@@ -118,7 +138,9 @@ def test_stop_request_is_honoured_at_the_next_commit(repo: JobRepository) -> Non
             commits.append(n)
             if n == 3:
                 execution = JobExecution.objects.get(pk=step.row.job_execution_id)
-                repo.request_stop(execution.pk, execution.version, actor="ops@example.org")
+                repo.request_stop(
+                    execution.pk, execution.version, actor="ops@example.org"
+                )
 
     stopped = job.run()
     assert (stopped.status, stopped.exit_code) == ("STOPPED", "STOPPED")
@@ -128,7 +150,9 @@ def test_stop_request_is_honoured_at_the_next_commit(repo: JobRepository) -> Non
     assert (step.status, step.checkpoint_payload) == ("STOPPED", {"next": 4})
     resumed = job.run()
     assert resumed.status == "COMPLETED"
-    assert StepExecution.objects.get(job_execution=resumed).checkpoint_payload == {"next": 9}
+    assert StepExecution.objects.get(job_execution=resumed).checkpoint_payload == {
+        "next": 9
+    }
 
 
 def test_check_stop_between_commits(repo: JobRepository) -> None:
@@ -168,7 +192,12 @@ def test_chunk_block_is_atomic_with_the_commit(repo: JobRepository) -> None:
 
     failed = job.run()
     step = StepExecution.objects.get(job_execution=failed)
-    assert (step.read_count, step.write_count, step.filter_count, step.checkpoint_payload) == (5, 4, 1, {"n": 5})
+    assert (
+        step.read_count,
+        step.write_count,
+        step.filter_count,
+        step.checkpoint_payload,
+    ) == (5, 4, 1, {"n": 5})
 
 
 def test_reraise_and_configuration_errors(repo: JobRepository) -> None:
@@ -200,4 +229,8 @@ def test_a_recovered_execution_is_left_to_its_recovery(repo: JobRepository) -> N
     execution = job.run()
     assert execution.status == "UNKNOWN"
     step = StepExecution.objects.get(job_execution=execution)
-    assert (step.status, step.failure_category, step.read_count) == ("FAILED", "CANCELLED", 2)
+    assert (step.status, step.failure_category, step.read_count) == (
+        "FAILED",
+        "CANCELLED",
+        2,
+    )

@@ -36,6 +36,9 @@ def drive_step(repo: JobRepository, step: Any, status: str) -> Any:
     for target in PATHS[status]:
         repo.clock.advance(milliseconds=10)  # type: ignore[attr-defined]
         step = repo.transition_step(
-            step.pk, step.version, target, failure=FAILURE if target == "FAILED" else None
+            step.pk,
+            step.version,
+            target,
+            failure=FAILURE if target == "FAILED" else None,
         )
     return step

@@ -61,7 +61,9 @@ def test_simultaneous_launches_create_one_instance_and_one_attempt() -> None:
     assert {loser.execution_id for loser in losers} == {winners[0].pk}
     assert {loser.status for loser in losers} == {"STARTING"}
     assert JobInstance.objects.filter(job_name="race").count() == 1
-    assert list(JobExecution.objects.values_list("status", "attempt")) == [("STARTING", 1)]
+    assert list(JobExecution.objects.values_list("status", "attempt")) == [
+        ("STARTING", 1)
+    ]
 
 
 def test_simultaneous_transitions_from_one_version_have_one_winner() -> None:
@@ -81,15 +83,27 @@ def test_simultaneous_assignments_of_one_worker_have_one_winner() -> None:
     repo = JobRepository()
     execution = repo.launch("race")
     execution = repo.transition_execution(execution.pk, 0, "STARTED")
-    parent = repo.transition_step(repo.create_step(execution.pk, "parent").pk, 0, "STARTED")
-    worker = repo.transition_step(repo.create_step(execution.pk, "worker").pk, 0, "STARTED")
+    parent = repo.transition_step(
+        repo.create_step(execution.pk, "parent").pk, 0, "STARTED"
+    )
+    worker = repo.transition_step(
+        repo.create_step(execution.pk, "worker").pk, 0, "STARTED"
+    )
     plan = repo.plan_partitions(
-        parent.pk, [PartitionEntry(f"p{i}", StatePayload("ctx", {"i": i})) for i in range(THREADS)]
+        parent.pk,
+        [
+            PartitionEntry(f"p{i}", StatePayload("ctx", {"i": i}))
+            for i in range(THREADS)
+        ],
     )
     results = race(lambda i: JobRepository().assign_partition(plan[i].pk, 0, worker.pk))
     winners = [r for r in results if isinstance(r, StepPartition)]
     assert len(winners) == 1, results
-    assert all(isinstance(r, PartitionWorkerAlreadyAssigned) for r in results if r not in winners)
+    assert all(
+        isinstance(r, PartitionWorkerAlreadyAssigned)
+        for r in results
+        if r not in winners
+    )
     assert StepPartition.objects.filter(worker_step_execution_id=worker.pk).count() == 1
 
 
@@ -106,7 +120,9 @@ def test_concurrent_chunk_commits_lose_no_update() -> None:
             current = mine.get_step(step.pk)
             try:
                 mine.commit_chunk(
-                    step.pk, current.version, job_execution_id=execution.pk,
+                    step.pk,
+                    current.version,
+                    job_execution_id=execution.pk,
                     counts=ChunkCounts(read=1, written=1),
                     checkpoint=StatePayload("pos", {"thread": index, "done": done}),
                 )
@@ -119,7 +135,11 @@ def test_concurrent_chunk_commits_lose_no_update() -> None:
     assert all(isinstance(r, int) for r in results), results
     stored = StepExecution.objects.get(pk=step.pk)
     total = THREADS * per_thread
-    assert (stored.read_count, stored.commit_count, stored.version) == (total, total, total + 1)
+    assert (stored.read_count, stored.commit_count, stored.version) == (
+        total,
+        total,
+        total + 1,
+    )
 
 
 def test_attempts_and_flow_steps_lock_the_instance_row() -> None:

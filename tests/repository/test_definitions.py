@@ -63,7 +63,10 @@ def test_revision_with_other_manifest_is_drift(repo: JobRepository) -> None:
 def test_manifest_for_another_job_is_a_mismatch(repo: JobRepository) -> None:
     with pytest.raises(DefinitionJobMismatch) as caught:
         repo.register_definition("other-job", Definition("v1", MANIFEST_T))
-    assert (caught.value.expected, caught.value.actual) == ("other-job", "nightly-import")
+    assert (caught.value.expected, caught.value.actual) == (
+        "other-job",
+        "nightly-import",
+    )
 
 
 @pytest.mark.parametrize("fmt", [0, 4, "1", True, None])
@@ -71,7 +74,9 @@ def test_manifest_format_outside_1_to_3_is_unsupported(
     repo: JobRepository, fmt: object
 ) -> None:
     with pytest.raises(UnsupportedManifestVersion):
-        repo.register_definition("nightly-import", Definition("v1", {**MANIFEST_T, "format": fmt}))
+        repo.register_definition(
+            "nightly-import", Definition("v1", {**MANIFEST_T, "format": fmt})
+        )
 
 
 def test_float_in_manifest_is_refused(repo: JobRepository) -> None:
@@ -89,15 +94,24 @@ def test_legacy_definition_has_the_legacy_digest(repo: JobRepository) -> None:
 
 def two_definitions(repo: JobRepository) -> tuple[int, int]:
     one = repo.register_definition("nightly-import", Definition("v1", manifest("load")))
-    two = repo.register_definition("nightly-import", Definition("v2", manifest("import")))
+    two = repo.register_definition(
+        "nightly-import", Definition("v2", manifest("import"))
+    )
     return one.pk, two.pk
 
 
 def test_upgrade_edge_is_registered_once(repo: JobRepository) -> None:
     one, two = two_definitions(repo)
-    edge = repo.register_upgrade(one, two, upgrade_key="rename", step_mapping={"load": "import"})
-    again = repo.register_upgrade(one, two, upgrade_key="rename", step_mapping={"load": "import"})
-    assert (edge.step_mapping, again.step_mapping) == ({"load": "import"}, {"load": "import"})
+    edge = repo.register_upgrade(
+        one, two, upgrade_key="rename", step_mapping={"load": "import"}
+    )
+    again = repo.register_upgrade(
+        one, two, upgrade_key="rename", step_mapping={"load": "import"}
+    )
+    assert (edge.step_mapping, again.step_mapping) == (
+        {"load": "import"},
+        {"load": "import"},
+    )
     assert DefinitionUpgrade.objects.count() == 1
 
 
@@ -109,14 +123,18 @@ def test_upgrade_edge_with_other_key_or_mapping_conflicts(
     repo: JobRepository, key: str, mapping: dict[str, str]
 ) -> None:
     one, two = two_definitions(repo)
-    repo.register_upgrade(one, two, upgrade_key="rename", step_mapping={"load": "import"})
+    repo.register_upgrade(
+        one, two, upgrade_key="rename", step_mapping={"load": "import"}
+    )
     with pytest.raises(DefinitionUpgradeConflict):
         repo.register_upgrade(one, two, upgrade_key=key, step_mapping=mapping)
 
 
 def test_upgrade_key_is_unique_per_target(repo: JobRepository) -> None:
     one, two = two_definitions(repo)
-    three = repo.register_definition("nightly-import", Definition("v3", manifest("x"))).pk
+    three = repo.register_definition(
+        "nightly-import", Definition("v3", manifest("x"))
+    ).pk
     repo.register_upgrade(one, two, upgrade_key="k", step_mapping={"load": "import"})
     with pytest.raises(DefinitionUpgradeConflict):
         repo.register_upgrade(three, two, upgrade_key="k", step_mapping={"x": "import"})
@@ -137,10 +155,14 @@ def test_upgrade_needs_distinct_existing_definitions_of_one_job(
     repo: JobRepository,
 ) -> None:
     one, two = two_definitions(repo)
-    other = repo.register_definition("other", Definition("v1", manifest(job="other"))).pk
+    other = repo.register_definition(
+        "other", Definition("v1", manifest(job="other"))
+    ).pk
     with pytest.raises(InvalidDefinitionUpgrade):
         repo.register_upgrade(one, one, upgrade_key="k", step_mapping={"load": "load"})
     with pytest.raises(InvalidDefinitionUpgrade):
-        repo.register_upgrade(one, other, upgrade_key="k", step_mapping={"load": "load"})
+        repo.register_upgrade(
+            one, other, upgrade_key="k", step_mapping={"load": "load"}
+        )
     with pytest.raises(DefinitionNotFound):
         repo.register_upgrade(one, 999_999, upgrade_key="k", step_mapping={"load": "x"})

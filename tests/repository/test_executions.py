@@ -13,8 +13,8 @@ from batchboard.repository import (
     ExecutionAlreadyActive,
     ExecutionOwned,
     ExecutionOwnershipNotAllowed,
-    Failure,
     FailedTransitionMissingFailure,
+    Failure,
     IllegalTransition,
     IncompatibleDefinition,
     InvalidArgument,
@@ -37,19 +37,28 @@ OTHER = bytes(range(1, 17))
 
 def test_first_launch_creates_attempt_one_with_defaults(repo: JobRepository) -> None:
     execution = repo.launch("nightly-import", params())
-    assert (execution.attempt, execution.status, execution.exit_code) == (1, "STARTING", "UNKNOWN")
+    assert (execution.attempt, execution.status, execution.exit_code) == (
+        1,
+        "STARTING",
+        "UNKNOWN",
+    )
     assert execution.version == 0
     assert execution.restart_of_execution_id is None
     assert execution.upgrade_from_definition_id is None
     assert execution.parameters == execution.job_instance.identifying_parameters
-    assert (execution.context_format, execution.context_schema) == (1, "oxide_batch.empty.v1")
+    assert (execution.context_format, execution.context_schema) == (
+        1,
+        "oxide_batch.empty.v1",
+    )
     assert (execution.context_schema_version, execution.context_payload) == (1, {})
     assert execution.created_at == execution.updated_at == repo.now()
     assert execution.definition.definition_revision == "__m1_repository_port_v1"
 
 
 @pytest.mark.parametrize("status", ["STARTING", "STARTED", "STOPPING", "UNKNOWN"])
-def test_unresolved_latest_attempt_blocks_a_new_one(repo: JobRepository, status: str) -> None:
+def test_unresolved_latest_attempt_blocks_a_new_one(
+    repo: JobRepository, status: str
+) -> None:
     execution = drive_execution(repo, repo.launch("j"), status)
     with pytest.raises(ExecutionAlreadyActive) as caught:
         repo.launch("j")
@@ -116,7 +125,9 @@ def test_transition_table(repo: JobRepository, source: str, target: str) -> None
     repo.clock.advance(milliseconds=5)  # type: ignore[attr-defined]
     failure = FAILURE if target == "FAILED" else None
     if target in TRANSITIONS[source]:
-        moved = repo.transition_execution(execution.pk, execution.version, target, failure=failure)
+        moved = repo.transition_execution(
+            execution.pk, execution.version, target, failure=failure
+        )
         stored = JobExecution.objects.get(pk=execution.pk)
         assert (stored.status, stored.version) == (target, execution.version + 1)
         assert moved.status == target
@@ -127,7 +138,9 @@ def test_transition_table(repo: JobRepository, source: str, target: str) -> None
             else IllegalTransition
         )
         with pytest.raises(expected):
-            repo.transition_execution(execution.pk, execution.version, target, failure=failure)
+            repo.transition_execution(
+                execution.pk, execution.version, target, failure=failure
+            )
         assert JobExecution.objects.get(pk=execution.pk).version == execution.version
 
 
@@ -154,7 +167,9 @@ def test_stale_version_and_missing_execution(repo: JobRepository) -> None:
         repo.transition_execution(123_456, 0, "STARTED")
 
 
-def test_timestamps_follow_the_transition(repo: JobRepository, clock: ManualClock) -> None:
+def test_timestamps_follow_the_transition(
+    repo: JobRepository, clock: ManualClock
+) -> None:
     execution = repo.launch("j")
     created = execution.created_at
     started_at = clock.advance(seconds=1)
@@ -163,7 +178,10 @@ def test_timestamps_follow_the_transition(repo: JobRepository, clock: ManualCloc
     ended = clock.advance(seconds=1)
     execution = repo.transition_execution(execution.pk, 1, "FAILED", failure=FAILURE)
     assert execution.ended_at == ended
-    assert (execution.failure_category, execution.failure_id) == ("TRANSIENT_INFRASTRUCTURE", 7)
+    assert (execution.failure_category, execution.failure_id) == (
+        "TRANSIENT_INFRASTRUCTURE",
+        7,
+    )
     later = clock.advance(seconds=5)
     execution = repo.transition_execution(execution.pk, 2, "ABANDONED")
     stored = JobExecution.objects.get(pk=execution.pk)
@@ -173,14 +191,23 @@ def test_timestamps_follow_the_transition(repo: JobRepository, clock: ManualCloc
     assert stored.created_at == created and stored.exit_code == "UNKNOWN"
 
 
-def test_transition_before_start_or_end_is_refused(repo: JobRepository, clock: ManualClock) -> None:
+def test_transition_before_start_or_end_is_refused(
+    repo: JobRepository, clock: ManualClock
+) -> None:
     execution = repo.launch("j")
     with pytest.raises(InvalidTransitionTime):
-        repo.transition_execution(execution.pk, 0, "STARTED", at=execution.created_at - timedelta(milliseconds=1))
+        repo.transition_execution(
+            execution.pk,
+            0,
+            "STARTED",
+            at=execution.created_at - timedelta(milliseconds=1),
+        )
     clock.advance(seconds=1)
     execution = repo.transition_execution(execution.pk, 0, "STARTED")
     with pytest.raises(InvalidTransitionTime):
-        repo.transition_execution(execution.pk, 1, "STOPPING", at=execution.started_at - timedelta(seconds=1))
+        repo.transition_execution(
+            execution.pk, 1, "STOPPING", at=execution.started_at - timedelta(seconds=1)
+        )
 
 
 def test_transition_time_is_truncated_to_milliseconds(repo: JobRepository) -> None:
@@ -192,8 +219,16 @@ def test_transition_time_is_truncated_to_milliseconds(repo: JobRepository) -> No
 
 def test_new_failure_replaces_the_old_one(repo: JobRepository) -> None:
     execution = drive_execution(repo, repo.launch("j"), "UNKNOWN")
-    execution = repo.transition_execution(execution.pk, execution.version, "FAILED", failure=Failure("stale_recovered", 9001))
-    assert (execution.failure_category, execution.failure_id) == ("STALE_RECOVERED", 9001)
+    execution = repo.transition_execution(
+        execution.pk,
+        execution.version,
+        "FAILED",
+        failure=Failure("stale_recovered", 9001),
+    )
+    assert (execution.failure_category, execution.failure_id) == (
+        "STALE_RECOVERED",
+        9001,
+    )
 
 
 def test_failure_validation() -> None:
@@ -203,11 +238,18 @@ def test_failure_validation() -> None:
         Failure("TIMEOUT", 0)
 
 
-def test_enrich_exit_status_changes_only_exit_code(repo: JobRepository, clock: ManualClock) -> None:
+def test_enrich_exit_status_changes_only_exit_code(
+    repo: JobRepository, clock: ManualClock
+) -> None:
     execution = drive_execution(repo, repo.launch("j"), "COMPLETED")
     now = clock.advance(seconds=3)
-    enriched = repo.enrich_execution_exit_status(execution.pk, execution.version, "COMPLETED_WITH_SKIPS")
-    assert (enriched.exit_code, enriched.status) == ("COMPLETED_WITH_SKIPS", "COMPLETED")
+    enriched = repo.enrich_execution_exit_status(
+        execution.pk, execution.version, "COMPLETED_WITH_SKIPS"
+    )
+    assert (enriched.exit_code, enriched.status) == (
+        "COMPLETED_WITH_SKIPS",
+        "COMPLETED",
+    )
     assert (enriched.version, enriched.updated_at) == (execution.version + 1, now)
     assert enriched.ended_at == execution.ended_at
     with pytest.raises(StaleVersion):
@@ -216,7 +258,9 @@ def test_enrich_exit_status_changes_only_exit_code(repo: JobRepository, clock: M
         repo.enrich_execution_exit_status(execution.pk, enriched.version, "x" * 65)
 
 
-def test_claim_records_the_owner_without_a_version_bump(repo: JobRepository, clock: ManualClock) -> None:
+def test_claim_records_the_owner_without_a_version_bump(
+    repo: JobRepository, clock: ManualClock
+) -> None:
     execution = repo.launch("j")
     now = clock.advance(seconds=1)
     claimed = repo.claim_execution(execution.pk, 0, TOKEN)
@@ -236,26 +280,47 @@ def test_claim_records_the_owner_without_a_version_bump(repo: JobRepository, clo
         repo.claim_execution(execution.pk, 0, b"short")
 
 
-def test_claim_never_moves_updated_at_backwards(repo: JobRepository, clock: ManualClock) -> None:
+def test_claim_never_moves_updated_at_backwards(
+    repo: JobRepository, clock: ManualClock
+) -> None:
     execution = repo.launch("j")
     clock.set(execution.created_at - timedelta(hours=1))
     claimed = repo.claim_execution(execution.pk, 0, TOKEN)
     assert claimed.updated_at == execution.updated_at
 
 
-def test_stop_request_is_observed_by_the_owner(repo: JobRepository, clock: ManualClock) -> None:
+def test_stop_request_is_observed_by_the_owner(
+    repo: JobRepository, clock: ManualClock
+) -> None:
     execution = repo.launch("j")
     repo.claim_execution(execution.pk, 0, TOKEN)
     execution = repo.transition_execution(execution.pk, 0, "STARTED")
     quiet = repo.observe_control(execution.pk, TOKEN)
-    assert (quiet.owner_matches, quiet.stop_requested, quiet.should_stop) == (True, False, False)
+    assert (quiet.owner_matches, quiet.stop_requested, quiet.should_stop) == (
+        True,
+        False,
+        False,
+    )
     requested_at = clock.advance(seconds=1)
-    stopped = repo.request_stop(execution.pk, execution.version, actor="ops@example.org")
-    assert (stopped.stop_requested_at, stopped.stop_requested_by) == (requested_at, "ops@example.org")
-    assert (stopped.status, stopped.version, stopped.updated_at) == ("STARTED", 1, requested_at)
+    stopped = repo.request_stop(
+        execution.pk, execution.version, actor="ops@example.org"
+    )
+    assert (stopped.stop_requested_at, stopped.stop_requested_by) == (
+        requested_at,
+        "ops@example.org",
+    )
+    assert (stopped.status, stopped.version, stopped.updated_at) == (
+        "STARTED",
+        1,
+        requested_at,
+    )
     # Someone else's token sees the request but cannot act on it.
     other = repo.observe_control(execution.pk, OTHER)
-    assert (other.owner_matches, other.stop_requested, other.execution.status) == (False, True, "STARTED")
+    assert (other.owner_matches, other.stop_requested, other.execution.status) == (
+        False,
+        True,
+        "STARTED",
+    )
     clock.advance(seconds=1)
     control = repo.observe_control(execution.pk, TOKEN)
     assert control.should_stop and control.execution.version == 2

@@ -3,7 +3,12 @@ from __future__ import annotations
 import pytest
 
 from batchboard.models import JobInstance
-from batchboard.repository import InvalidArgument, JobParameter, JobRepository, JobInstanceNotFound
+from batchboard.repository import (
+    InvalidArgument,
+    JobInstanceNotFound,
+    JobParameter,
+    JobRepository,
+)
 
 pytestmark = pytest.mark.django_db
 

@@ -49,8 +49,13 @@ def parent_and_workers(repo: JobRepository, workers: int = 2):  # type: ignore[n
 def finish_worker(repo: JobRepository, worker, status: str, read: int):  # type: ignore[no-untyped-def]
     from batchboard.repository import ChunkCounts
 
-    worker = repo.commit_chunk(worker.pk, worker.version, job_execution_id=worker.job_execution_id,
-                               counts=ChunkCounts(read=read, written=read), checkpoint=StatePayload("w", {}))
+    worker = repo.commit_chunk(
+        worker.pk,
+        worker.version,
+        job_execution_id=worker.job_execution_id,
+        counts=ChunkCounts(read=read, written=read),
+        checkpoint=StatePayload("w", {}),
+    )
     failure = FAILURE if status == "FAILED" else None
     return repo.transition_step(worker.pk, worker.version, status, failure=failure)
 
@@ -58,10 +63,20 @@ def finish_worker(repo: JobRepository, worker, status: str, read: int):  # type:
 def test_plan_records_partitions_with_checksums(repo: JobRepository) -> None:
     _, parent, _ = parent_and_workers(repo, 0)
     rows = repo.plan_partitions(parent.pk, [entry("b", 2), entry("a", 1)])
-    assert [(r.partition_key, r.partition_ordinal) for r in rows] == [("a", 2), ("b", 1)]
+    assert [(r.partition_key, r.partition_ordinal) for r in rows] == [
+        ("a", 2),
+        ("b", 1),
+    ]
     first = rows[1]
-    assert (first.status, first.worker_step_execution_id, first.exit_code, first.version) == ("STARTING", None, None, 0)
-    assert bytes(first.context_checksum) == digests.partition_context_checksum(1, "part.ctx", 2, {"n": 2})
+    assert (
+        first.status,
+        first.worker_step_execution_id,
+        first.exit_code,
+        first.version,
+    ) == ("STARTING", None, None, 0)
+    assert bytes(first.context_checksum) == digests.partition_context_checksum(
+        1, "part.ctx", 2, {"n": 2}
+    )
     with pytest.raises(PartitionPlanExists):
         repo.plan_partitions(parent.pk, [entry("c")])
 
@@ -75,11 +90,17 @@ def test_plan_validation(repo: JobRepository) -> None:
     with pytest.raises(DuplicatePartitionKey):
         repo.plan_partitions(parent.pk, [entry("a"), entry("a")])
     with pytest.raises(PartitionContextTooLarge):
-        repo.plan_partitions(parent.pk, [PartitionEntry("a", StatePayload("s", {"x": "y" * 5000}))])
+        repo.plan_partitions(
+            parent.pk, [PartitionEntry("a", StatePayload("s", {"x": "y" * 5000}))]
+        )
     with pytest.raises(InvalidArgument):
-        repo.plan_partitions(parent.pk, [PartitionEntry("a", StatePayload("s", {"ratio": 0.5}))])
+        repo.plan_partitions(
+            parent.pk, [PartitionEntry("a", StatePayload("s", {"ratio": 0.5}))]
+        )
     with pytest.raises(InvalidArgument):
-        repo.plan_partitions(parent.pk, [PartitionEntry("a", StatePayload("s", {"x": float("nan")}))])
+        repo.plan_partitions(
+            parent.pk, [PartitionEntry("a", StatePayload("s", {"x": float("nan")}))]
+        )
     done = repo.transition_step(parent.pk, parent.version, "STOPPING")
     with pytest.raises(PartitionParentNotActive):
         repo.plan_partitions(done.pk, [entry("a")])
@@ -120,16 +141,30 @@ def test_assign_complete_aggregate(repo: JobRepository) -> None:
         repo.aggregate_partitions(parent.pk, parent.version)
     a = repo.complete_partition(a.pk, 1, w0.pk)
     b = repo.complete_partition(b.pk, 1, w1.pk)
-    assert (a.status, a.read_count, b.status, b.exit_code) == ("COMPLETED", 5, "FAILED", "UNKNOWN")
+    assert (a.status, a.read_count, b.status, b.exit_code) == (
+        "COMPLETED",
+        5,
+        "FAILED",
+        "UNKNOWN",
+    )
     aggregated = repo.aggregate_partitions(parent.pk, parent.version)
-    assert (aggregated.status, aggregated.read_count, aggregated.commit_count) == ("FAILED", 12, 2)
-    assert (aggregated.failure_category, aggregated.version) == ("TRANSIENT_INFRASTRUCTURE", parent.version + 1)
+    assert (aggregated.status, aggregated.read_count, aggregated.commit_count) == (
+        "FAILED",
+        12,
+        2,
+    )
+    assert (aggregated.failure_category, aggregated.version) == (
+        "TRANSIENT_INFRASTRUCTURE",
+        parent.version + 1,
+    )
     again = repo.aggregate_partitions(parent.pk, parent.version)
     assert again.version == aggregated.version
     assert execution.pk == aggregated.job_execution_id
 
 
-def test_aggregate_detects_a_partition_that_drifted_from_its_worker(repo: JobRepository) -> None:
+def test_aggregate_detects_a_partition_that_drifted_from_its_worker(
+    repo: JobRepository,
+) -> None:
     _, parent, (w0,) = parent_and_workers(repo, 1)
     (a,) = repo.plan_partitions(parent.pk, [entry("a")])
     repo.assign_partition(a.pk, 0, w0.pk)
@@ -147,7 +182,12 @@ def test_retry_assignment_after_a_failed_worker(repo: JobRepository) -> None:
     w0 = finish_worker(repo, w0, "FAILED", 1)
     a = repo.complete_partition(a.pk, 1, w0.pk)
     a = repo.assign_partition(a.pk, 2, w1.pk)
-    assert (a.status, a.worker_step_execution_id, a.read_count, a.exit_code) == ("STARTED", w1.pk, 0, None)
+    assert (a.status, a.worker_step_execution_id, a.read_count, a.exit_code) == (
+        "STARTED",
+        w1.pk,
+        0,
+        None,
+    )
 
 
 def test_restart_carries_completed_partitions(repo: JobRepository) -> None:
@@ -162,13 +202,24 @@ def test_restart_carries_completed_partitions(repo: JobRepository) -> None:
     parent = repo.aggregate_partitions(parent.pk, parent.version)
     with pytest.raises(PartitionStateCorrupt):
         repo.restart_partitions(parent.pk, parent.pk)  # the source job is still running
-    repo.transition_execution(execution.pk, execution.version, "FAILED", failure=Failure("USER_COMPONENT", 3))
+    repo.transition_execution(
+        execution.pk, execution.version, "FAILED", failure=Failure("USER_COMPONENT", 3)
+    )
     second = drive_execution(repo, repo.launch("j"), "STARTED")
     target = repo.create_step(second.pk, "fan-out")
     rows = repo.restart_partitions(parent.pk, target.pk)
     carried, reset = rows
-    assert (carried.status, carried.worker_step_execution_id, carried.read_count) == ("COMPLETED", w0.pk, 4)
-    assert (reset.status, reset.worker_step_execution_id, reset.read_count, reset.exit_code) == ("STARTING", None, 0, None)
+    assert (carried.status, carried.worker_step_execution_id, carried.read_count) == (
+        "COMPLETED",
+        w0.pk,
+        4,
+    )
+    assert (
+        reset.status,
+        reset.worker_step_execution_id,
+        reset.read_count,
+        reset.exit_code,
+    ) == ("STARTING", None, 0, None)
     assert reset.context_payload == {"n": 2} and carried.version == reset.version == 0
     with pytest.raises(PartitionPlanExists):
         repo.restart_partitions(parent.pk, target.pk)
@@ -176,10 +227,9 @@ def test_restart_carries_completed_partitions(repo: JobRepository) -> None:
 
 def test_workers_wait_for_the_plan_to_commit(repo: JobRepository) -> None:
     _, parent, (w0,) = parent_and_workers(repo, 1)
-    with pytest.raises(PartitionPlanNotCommitted):
-        with repo.unit():
-            (a,) = repo.plan_partitions(parent.pk, [entry("a")])
-            repo.assign_partition(a.pk, 0, w0.pk)
+    with pytest.raises(PartitionPlanNotCommitted), repo.unit():
+        (a,) = repo.plan_partitions(parent.pk, [entry("a")])
+        repo.assign_partition(a.pk, 0, w0.pk)
     assert not StepPartition.objects.filter(step_execution_id=parent.pk).exists()
     (a,) = repo.plan_partitions(parent.pk, [entry("a")])
     assert repo.assign_partition(a.pk, 0, w0.pk).status == "STARTED"

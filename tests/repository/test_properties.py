@@ -39,10 +39,15 @@ _names = itertools.count()
 
 operations = st.one_of(
     st.tuples(st.just("launch")),
-    st.tuples(st.just("exec"), st.sampled_from(STATUSES), st.booleans(), st.integers(-20, 50)),
+    st.tuples(
+        st.just("exec"), st.sampled_from(STATUSES), st.booleans(), st.integers(-20, 50)
+    ),
     st.tuples(st.just("step_create"), st.sampled_from(["a", "b"])),
     st.tuples(
-        st.just("step"), st.integers(0, 3), st.sampled_from(STATUSES), st.booleans(),
+        st.just("step"),
+        st.integers(0, 3),
+        st.sampled_from(STATUSES),
+        st.booleans(),
         st.integers(-20, 50),
     ),
     st.tuples(st.just("chunk"), st.integers(0, 3), st.integers(0, 5)),
@@ -55,10 +60,18 @@ operations = st.one_of(
 TOKEN = b"\x01" * 16
 
 
-def apply(repo: JobRepository, clock: ManualClock, job: str, op: tuple[Any, ...]) -> None:
-    latest = JobExecution.objects.filter(job_instance__job_name=job).order_by("-attempt").first()
+def apply(
+    repo: JobRepository, clock: ManualClock, job: str, op: tuple[Any, ...]
+) -> None:
+    latest = (
+        JobExecution.objects.filter(job_instance__job_name=job)
+        .order_by("-attempt")
+        .first()
+    )
     steps = list(
-        StepExecution.objects.filter(job_execution__job_instance__job_name=job).order_by("id")
+        StepExecution.objects.filter(
+            job_execution__job_instance__job_name=job
+        ).order_by("id")
     )
     kind = op[0]
     clock.advance(milliseconds=7)
@@ -71,7 +84,10 @@ def apply(repo: JobRepository, clock: ManualClock, job: str, op: tuple[Any, ...]
         _, target, failed, delta = op
         failure = Failure("TIMEOUT", 1) if failed else None
         repo.transition_execution(
-            latest.pk, latest.version, target, failure=failure,
+            latest.pk,
+            latest.version,
+            target,
+            failure=failure,
             at=clock.now() + timedelta(milliseconds=delta),
         )
     elif kind == "step_create":
@@ -87,13 +103,17 @@ def apply(repo: JobRepository, clock: ManualClock, job: str, op: tuple[Any, ...]
         if kind == "step":
             _, _, target, failed, delta = op
             repo.transition_step(
-                step.pk, step.version, target,
+                step.pk,
+                step.version,
+                target,
                 failure=Failure("USER_COMPONENT", 2) if failed else None,
                 at=clock.now() + timedelta(milliseconds=delta),
             )
         elif kind == "chunk":
             repo.commit_chunk(
-                step.pk, step.version, job_execution_id=step.job_execution_id,
+                step.pk,
+                step.version,
+                job_execution_id=step.job_execution_id,
                 counts=ChunkCounts(read=op[2], written=op[2]),
                 checkpoint=StatePayload("prop.position", {"n": op[2]}),
             )
@@ -153,7 +173,9 @@ def test_random_operations_respect_the_lifecycle(ops: list[tuple[Any, ...]]) -> 
                 assert row.status in TRANSITIONS[old.status], (old.status, row.status)
                 assert row.version == old.version + 1
         unresolved = [
-            r for k, r in after.items() if k[0] == "job" and r.status in schema.UNRESOLVED
+            r
+            for k, r in after.items()
+            if k[0] == "job" and r.status in schema.UNRESOLVED
         ]
         assert len(unresolved) <= 1
         before = after

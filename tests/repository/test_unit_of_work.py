@@ -32,7 +32,9 @@ def test_clocks_yield_aware_whole_milliseconds() -> None:
     with pytest.raises(ValueError):
         truncate_ms(datetime(2026, 1, 1))
     clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
-    assert clock.advance(milliseconds=1500) == datetime(2026, 1, 1, 0, 0, 1, 500000, tzinfo=UTC)
+    assert clock.advance(milliseconds=1500) == datetime(
+        2026, 1, 1, 0, 0, 1, 500000, tzinfo=UTC
+    )
     with pytest.raises(ValueError):
         clock.advance(seconds=-1)
 
@@ -69,12 +71,13 @@ def test_database_errors_map_without_their_text() -> None:
 @pytest.mark.django_db
 def test_unit_maps_a_failing_statement_and_rolls_back() -> None:
     repo = JobRepository(clock=ManualClock())
-    with pytest.raises(Unavailable):
-        with repo.unit():
-            repo.launch("rolled-back")
-            with connections[repo.alias].cursor() as cursor:
-                cursor.execute("SELECT * FROM ob_no_such_table")
-    assert not JobExecution.objects.filter(job_instance__job_name="rolled-back").exists()
+    with pytest.raises(Unavailable), repo.unit():
+        repo.launch("rolled-back")
+        with connections[repo.alias].cursor() as cursor:
+            cursor.execute("SELECT * FROM ob_no_such_table")
+    assert not JobExecution.objects.filter(
+        job_instance__job_name="rolled-back"
+    ).exists()
 
 
 @pytest.mark.django_db
@@ -102,19 +105,20 @@ def test_unique_violation_of_a_lock_skipping_writer_is_execution_already_active(
 @pytest.mark.django_db
 def test_units_bound_their_statements_and_lock_waits() -> None:
     repo = JobRepository(lock_timeout_ms=1234, statement_timeout_ms=4321)
-    with repo.unit():
-        with connections[repo.alias].cursor() as cursor:
-            cursor.execute("SHOW lock_timeout")
-            assert cursor.fetchone()[0] == "1234ms"
-            cursor.execute("SHOW statement_timeout")
-            assert cursor.fetchone()[0] == "4321ms"
+    with repo.unit(), connections[repo.alias].cursor() as cursor:
+        cursor.execute("SHOW lock_timeout")
+        assert cursor.fetchone()[0] == "1234ms"
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "4321ms"
 
 
 @pytest.mark.django_db
 def test_aggregated_counters_may_not_overflow() -> None:
     repo = JobRepository(clock=ManualClock())
     execution = drive_execution(repo, repo.launch("big"), "STARTED")
-    parent = repo.transition_step(repo.create_step(execution.pk, "parent").pk, 0, "STARTED")
+    parent = repo.transition_step(
+        repo.create_step(execution.pk, "parent").pk, 0, "STARTED"
+    )
     plan = repo.plan_partitions(
         parent.pk, [PartitionEntry(k, StatePayload("c", {})) for k in ("a", "b")]
     )

@@ -54,7 +54,8 @@ def build_job(
                 if fail_at > position:
                     good = sum(record_value(n) for n in range(position, fail_at))
                     step.commit(
-                        read=fail_at - position, written=fail_at - position,
+                        read=fail_at - position,
+                        written=fail_at - position,
                         checkpoint={"next": fail_at, "total": total + good},
                     )
                 raise RecordRejected(f"record {fail_at} is malformed")
@@ -92,7 +93,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--run-date",
             default=date.today().isoformat(),
-            help="Identifying parameter: one job instance per run date (default today).",
+            help="Identifying parameter: one job instance per run date "
+            "(default today).",
         )
         parser.add_argument(
             "--execution",
@@ -138,9 +140,7 @@ class Command(BaseCommand):
                 execution = job.run(parameters)
         except (RepositoryError, ValueError) as error:
             raise CommandError(str(error)) from None
-        steps = {
-            step.step_name: step for step in execution.steps.order_by("id")
-        }
+        steps = {step.step_name: step for step in execution.steps.order_by("id")}
         imported = steps.get("import")
         self.stdout.write(
             f"{JOB_NAME} execution {execution.pk} (attempt {execution.attempt}) "
