@@ -101,7 +101,9 @@ def declared_target(
     """Return the manifest's target for ``outcome`` leaving ``source_node_id``."""
     if manifest.get("format") not in FLOW_FORMATS:
         raise FlowStateCorrupt("the execution's manifest is not a flow manifest")
-    nodes = manifest.get("nodes") if isinstance(manifest.get("nodes"), list) else []
+    nodes = manifest.get("nodes")
+    if not isinstance(nodes, list):
+        nodes = []
     kinds = [
         node.get("kind")
         for node in nodes

@@ -9,6 +9,7 @@ execution copies into its ``parameters`` column.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from django.db import IntegrityError
 
@@ -22,7 +23,9 @@ from batchboard.repository.validation import check_name, check_payload
 Parameters = Mapping[str, JobParameter]
 
 
-def instance_identity(job_name: str, parameters: Parameters) -> tuple[bytes, dict]:
+def instance_identity(
+    job_name: str, parameters: Parameters
+) -> tuple[bytes, dict[str, Any]]:
     """Return the instance key and parameter envelope, validating both."""
     check_name(job_name, "job name")
     for name, parameter in parameters.items():
