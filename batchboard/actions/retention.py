@@ -476,13 +476,14 @@ def _revalidate(
         .filter(pk__in=instances)
         .order_by("pk")
     }
+    # Executions are not locked here (the retention role may delete them
+    # but not update them, and FOR UPDATE needs UPDATE): their deletion
+    # below compares the version instead, and a mismatch rolls back all.
     rows = {
         row.pk: row
         for row in JobExecution.objects.using(using)
-        .select_for_update()
         .only("id", "job_instance_id", "status", "version", "updated_at")
         .filter(pk__in=executions)
-        .order_by("pk")
     }
     threshold = _threshold(criteria, at)
     for instance_id, execution_id, version in candidates:
@@ -519,11 +520,13 @@ def _revalidate(
         raise PlanStale(_("a newer execution now references a planned one."))
 
 
-def _delete(executions: Sequence[int], instances: Sequence[int]) -> dict[str, int]:
+def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
     """Delete in the order of spec 6.3 and return the counts actually deleted."""
     counts = dict.fromkeys(COUNT_FIELDS, 0)
-    if not executions:
+    if not candidates:
         return counts
+    instances = sorted({i for i, _e, _v in candidates})
+    executions = [e for _i, e, _v in candidates]
     e = _in(executions)
     ids = list(executions)
     steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
@@ -568,9 +571,17 @@ def _delete(executions: Sequence[int], instances: Sequence[int]) -> dict[str, in
                 f" WHERE id IN ({e})",
                 ids,
             )
-        counts["deleted_job_executions"] = run(
-            f"DELETE FROM ob_job_execution WHERE id IN ({e})", ids
+        # Compare-and-delete: an execution whose version moved since the
+        # re-validation is not deleted, and the short count rolls back the
+        # whole purge.
+        pairs = ", ".join(["(%s, %s)"] * len(candidates))
+        deleted = run(
+            f"DELETE FROM ob_job_execution WHERE (id, version) IN (VALUES {pairs})",
+            [value for _i, e, v in candidates for value in (e, v)],
         )
+        if deleted != len(candidates):
+            raise PlanStale(_("an execution changed while the purge ran."))
+        counts["deleted_job_executions"] = deleted
         emptied = _emptied(cursor, executions, instances)
         if emptied:
             placeholders = _in(emptied)
@@ -627,13 +638,11 @@ def apply_purge(
         return replay
     actor = envelope.actor_ref_for(user)
     at = _db.now()
-    instances = sorted({i for i, _e, _v in candidates})
-    executions = [e for _i, e, _v in candidates]
     committed = False
     try:
         with _db.unit():
             _revalidate(criteria, candidates, at)
-            counts = _delete(executions, instances)
+            counts = _delete(candidates)
             row = RetentionAction.objects.using(_db.alias()).create(
                 job_instance_id=None,
                 action=envelope.APPLY_PURGE,
@@ -661,4 +670,4 @@ def apply_purge(
         if replay is None:
             raise ConcurrentModification() from error
         return replay
-    return _retention_result(row, APPLIED, changed=bool(executions))
+    return _retention_result(row, APPLIED, changed=bool(candidates))

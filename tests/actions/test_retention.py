@@ -427,3 +427,27 @@ def test_applied_at_is_recent(admin_user: User) -> None:
     result = _apply(admin_user, _plan(admin_user), "op-t")
     row = RetentionAction.objects.get(pk=result.audit_id)
     assert abs(timezone.now() - row.applied_at) < dt.timedelta(minutes=1)
+
+
+def test_a_version_moving_during_the_purge_rolls_everything_back(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executions are deleted by (id, version): a moved one undoes the purge."""
+    from batchboard.actions import retention
+
+    history = _history()
+    plan = _plan(admin_user)
+    real = retention._revalidate
+
+    def revalidate_then_race(*args: object) -> None:
+        real(*args)  # type: ignore[arg-type]
+        JobExecution.objects.filter(pk=history["first"].pk).update(version=8)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(retention, "_revalidate", revalidate_then_race)
+    before = _table_counts()
+    with pytest.raises(actions.PlanStale) as raised:
+        _apply(admin_user, plan, "op-race")
+    assert "changed while the purge ran" in raised.value.message
+    assert _table_counts() == before
+    assert ComponentState.objects.exists()
+    assert not RetentionAction.objects.filter(action="APPLY_PURGE").exists()
