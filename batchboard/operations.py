@@ -44,28 +44,35 @@ class CreateMetadataSchema(Operation):
     ) -> None:
         if not self._applies(app_label, schema_editor):
             return
-        vendor = schema_editor.connection.vendor
+        connection = schema_editor.connection
+        vendor = connection.vendor
         if vendor == "postgresql":
-            with schema_editor.connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT to_regclass(%s) IS NOT NULL",
-                    [f"{schema.SCHEMA_NAME}.ob_schema_version"],
-                )
-                (exists,) = cursor.fetchone()
-            if exists:
-                raise ImproperlyConfigured(
-                    f"The database behind BATCHBOARD['DATABASE'] "
-                    f"({schema_editor.connection.alias!r}) already has an "
-                    f"{schema.SCHEMA_NAME} schema. Set BATCHBOARD_SCHEMA=attached "
-                    "to use it as it is; batchboard will not create it again."
-                )
             statements = schema.postgresql_ddl()
+            probe = "SELECT to_regclass(%s) IS NOT NULL"
+            name = f"{schema.SCHEMA_NAME}.ob_schema_version"
         elif vendor == "sqlite":
             statements = schema.sqlite_ddl()
+            probe = (
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master "
+                "WHERE type = 'table' AND name = %s)"
+            )
+            name = "ob_schema_version"
         else:
             raise ImproperlyConfigured(
                 f"batchboard's metadata schema supports PostgreSQL and SQLite, "
                 f"not {vendor}."
+            )
+        # Refuse before the first statement, rather than failing half-way on
+        # a table that oxide-batch (or an earlier run) already created.
+        with connection.cursor() as cursor:
+            cursor.execute(probe, [name])
+            (exists,) = cursor.fetchone()
+        if exists:
+            raise ImproperlyConfigured(
+                f"The database behind BATCHBOARD['DATABASE'] "
+                f"({connection.alias!r}) already has the oxide-batch schema. "
+                "Set BATCHBOARD_SCHEMA=attached to use it as it is; batchboard "
+                "will not create it again."
             )
         for statement in statements:
             schema_editor.execute(statement, params=None)

@@ -116,7 +116,10 @@ def databases_from_environment(
             metadata_url,
             setting="BATCHBOARD_DATABASE_URL",
             base_dir=base_dir,
-            search_path=SCHEMA_NAME,
+            # public first: Django's own bookkeeping (django_migrations,
+            # when migrating a managed schema) never lands inside
+            # oxide_batch, whose catalog must stay oxide-batch's.
+            search_path=f"public,{SCHEMA_NAME}",
         ),
     }
     return databases, "batchboard"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from batchboard import schema
 from tests.pg_catalog import snapshot
+from tests.schema.test_catalog import REFERENCE
 from tests.site.commands import connect, manage, scratch_database, url_for
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.slow]
@@ -151,3 +153,38 @@ def test_check_passes_on_a_supported_schema(
     result = _check(oxide_batch_database, tmp_path)
     assert result.returncode == 0, result.output
     assert "no issues" in result.stdout
+
+
+def test_managed_migrate_refuses_an_existing_schema(tmp_path: Path) -> None:
+    """Managed mode stops before any DDL on a database oxide-batch created."""
+    with scratch_database("managed") as name:
+        _run_sql(name, *schema.postgresql_ddl())
+        before = _catalog(name)["schemas"]["oxide_batch"]
+        env = {
+            "DJANGO_DEBUG": "1",
+            "DATABASE_URL": f"sqlite:///{tmp_path}/site.sqlite3",
+            "BATCHBOARD_DATABASE_URL": url_for(name),
+        }
+        result = manage("migrate", "--database", "batchboard", "--no-input", env=env)
+        assert result.returncode == 2
+        assert "already has the oxide-batch schema" in result.stderr
+        assert "Traceback" not in result.output
+        assert _catalog(name)["schemas"]["oxide_batch"] == before
+
+
+def test_managed_separate_database_holds_exactly_the_reference(tmp_path: Path) -> None:
+    """A managed metadata database gets oxide-batch's catalog, bookkeeping apart."""
+    reference = json.loads(REFERENCE.read_text())
+    with scratch_database("managed_fresh") as name:
+        env = {
+            "DJANGO_DEBUG": "1",
+            "DATABASE_URL": f"sqlite:///{tmp_path}/site.sqlite3",
+            "BATCHBOARD_DATABASE_URL": url_for(name),
+        }
+        result = manage("migrate", "--database", "batchboard", "--no-input", env=env)
+        assert result.returncode == 0, result.output
+        catalog = _catalog(name)
+        check = manage("check", "--database", "batchboard", env=env)
+    assert catalog["schemas"]["oxide_batch"] == reference
+    assert ("public", "django_migrations", "r") in catalog["relations"]
+    assert check.returncode == 0, check.output

@@ -62,7 +62,8 @@ def test_one_database_or_two() -> None:
         BASE,
     )
     assert alias == "batchboard"
-    assert two["batchboard"]["OPTIONS"]["options"] == "-c search_path=oxide_batch"
+    options = two["batchboard"]["OPTIONS"]["options"]
+    assert options == "-c search_path=public,oxide_batch"
 
 
 def test_wrong_scheme_names_the_setting() -> None:

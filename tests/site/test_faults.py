@@ -11,7 +11,7 @@ from django.db import OperationalError, connections
 from django.test import Client, RequestFactory, override_settings
 from django.urls import reverse
 
-from batchboard import conf
+from batchboard import conf, schema
 from batchboard.site.middleware import DatabaseUnavailableMiddleware
 from tests.site.commands import manage
 
@@ -219,3 +219,26 @@ def test_middleware_answers_connection_failures() -> None:
     assert response is not None
     assert response.status_code == 503
     assert response["Retry-After"] == "30"
+
+
+def test_managed_migrate_over_an_existing_schema_says_attach(tmp_path: Path) -> None:
+    """Managed mode will not create the schema twice; attached then works."""
+    path = tmp_path / "oxide.sqlite3"
+    with sqlite3.connect(path) as database:
+        for statement in schema.sqlite_ddl():
+            database.execute(statement)
+    env = {"DJANGO_DEBUG": "1", "DATABASE_URL": f"sqlite:///{path}"}
+    result = manage("migrate", "--no-input", env=env)
+    assert result.returncode == 2
+    sentence = _sentence(result.stderr)
+    assert "already has the oxide-batch schema" in sentence
+    assert "BATCHBOARD_SCHEMA=attached" in sentence
+    attached = manage(
+        "migrate", "--no-input", env={**env, "BATCHBOARD_SCHEMA": "attached"}
+    )
+    assert attached.returncode == 0, attached.output
+    with sqlite3.connect(path) as database:
+        (version,) = database.execute(
+            "SELECT version FROM ob_schema_version"
+        ).fetchone()
+    assert version == 4
