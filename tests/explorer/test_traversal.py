@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from batchboard import queries
-from batchboard.models import JobExecution, StepExecution
+from batchboard.models import JobExecution, JobInstance, StepExecution
 from tests import factories
 
 Fetch = Callable[[int, str | None], queries.Page]
@@ -105,7 +105,7 @@ def test_job_names(many: dict[str, Any], size: int) -> None:
 @pytest.mark.parametrize("size", [1, 4, 50])
 def test_instances(many: dict[str, Any], size: int) -> None:
     expected = sorted(
-        (row.pk for row in factories.JobInstance.objects.filter(job_name="job-01")),
+        (row.pk for row in JobInstance.objects.filter(job_name="job-01")),
         reverse=True,
     )
     seen = walk(
