@@ -79,12 +79,14 @@ def instance(
     *,
     created_at: datetime | None = None,
     hold: tuple[str, str] | None = None,
+    id: int | None = None,  # noqa: A002 - the column's name
 ) -> JobInstance:
     """Create a job instance keyed as spec 7.1 says; ``hold`` = (actor, reason)."""
     if parameters is None:
         parameters = {"run": digests.JobParameter.u64(next(_sequence))}
     created = created_at or now()
     return JobInstance.objects.create(
+        id=id,
         job_name=job_name,
         instance_key=digests.instance_key(job_name, parameters),
         identifying_parameters=digests.parameters_json(parameters),

@@ -143,3 +143,42 @@ def test_name_keys_round_trip_non_ascii() -> None:
     token = cursors.encode(spec, 50, Name("서울/%\"<b>"), 7)
     assert cursors.decode(token, spec, 50) == (Name("서울/%\"<b>"), 7)
     assert len(bytes.fromhex(token)) == 52 + len("서울/%\"<b>".encode())
+
+
+@pytest.mark.django_db
+def test_cli_cursor_continues_the_same_traversal_here(client) -> None:
+    """A token printed by oxide-batch resumes here: after id 8, ceiling 9."""
+    from django.contrib.auth.models import Permission, User
+
+    from tests import factories
+
+    for pk in (7, 8, 9, 10):
+        factories.instance("nightly-import", id=pk)
+    user = User.objects.create_user("cli")
+    user.user_permissions.set(
+        Permission.objects.filter(codename__in=["view_jobinstance", "view_jobexecution"])
+    )
+    client.force_login(user)
+    response = client.get(
+        "/jobs/nightly-import/", {"size": "2", "cursor": INSTANCES}
+    )
+    assert response.status_code == 200
+    body = response.content.decode()
+    # Only instance 7 lies below the key 8; 10 is above the ceiling 9.
+    assert 'href="/instances/7/"' in body
+    for pk in (8, 9, 10):
+        assert f'href="/instances/{pk}/"' not in body
+    assert "Load more" not in body
+
+
+@pytest.mark.django_db
+def test_cli_job_names_and_unresolved_cursors_are_accepted(admin_client) -> None:
+    assert admin_client.get("/", {"size": "2", "cursor": JOB_NAMES}).status_code == 200
+    response = admin_client.get(
+        "/unresolved/", {"size": "1", "age": "900", "cursor": UNRESOLVED}
+    )
+    assert response.status_code == 200
+    mismatch = admin_client.get(
+        "/unresolved/", {"size": "1", "age": "901", "cursor": UNRESOLVED}
+    )
+    assert mismatch.status_code == 400
