@@ -214,3 +214,11 @@ def test_deep_page_number_is_refused_cleanly(history: History, viewer: Client) -
     response = viewer.get(url, {"p": "99"})
     assert response.status_code == 302
     assert "e=1" in response["Location"]
+
+
+def test_columns_are_not_sortable(history: History, viewer: Client) -> None:
+    """No column header offers a sort that would bypass the id index."""
+    url = reverse("admin:batchboard_jobexecution_changelist")
+    response = viewer.get(url)
+    assert 'class="sortable' not in response.content.decode()
+    assert "?o=" not in response.content.decode()
