@@ -33,6 +33,11 @@ DEFAULTS: dict[str, Any] = {
     "STALE_SECONDS": 900,
     # True only in the demo site: allows the demo login (user demo).
     "DEMO": False,
+    # Optional aliases for operator actions' writes, so each can connect as
+    # a least-privilege role of spec 9.1: {"OPERATOR": alias} for stop,
+    # abandon and recover, {"RETENTION": alias} for holds and purges. A
+    # role left out writes through DATABASE.
+    "ACTION_DATABASES": {},
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 
 from django.db import DatabaseError, connections, transaction
@@ -11,10 +12,41 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from batchboard import conf
+from batchboard.actions.results import ActionError
+
+OPERATOR = "OPERATOR"
+RETENTION = "RETENTION"
+
+# The alias an action in progress writes through (see :func:`writing`).
+_writing: ContextVar[str | None] = ContextVar("batchboard_action_alias", default=None)
 
 
 def alias() -> str:
-    return conf.database_alias()
+    """Return the alias of the action in progress, else the metadata alias."""
+    return _writing.get() or conf.database_alias()
+
+
+@contextmanager
+def writing(role: str) -> Iterator[None]:
+    """
+    Run the body against ``BATCHBOARD["ACTION_DATABASES"][role]``, if set.
+
+    ``role`` is OPERATOR (stop, abandon, recover: the operator-writer role
+    of spec 9.1) or RETENTION (holds and purges: the retention role). Each
+    alias names the same database as ``DATABASE`` with other credentials.
+    """
+    configured = conf.get_config().get("ACTION_DATABASES") or {}
+    chosen = configured.get(role) if isinstance(configured, dict) else None
+    if chosen is not None and chosen not in connections.settings:
+        raise ActionError(
+            f"BATCHBOARD['ACTION_DATABASES'] names the database alias "
+            f"{chosen!r} for {role}, which DATABASES does not define."
+        )
+    token = _writing.set(chosen)
+    try:
+        yield
+    finally:
+        _writing.reset(token)
 
 
 def connection() -> BaseDatabaseWrapper:
@@ -77,4 +109,15 @@ def not_before(moment: datetime, *bounds: datetime | None) -> datetime:
     return max(moment, latest)
 
 
-__all__ = ["DatabaseError", "alias", "atomic", "connection", "not_before", "now", "unit"]
+__all__ = [
+    "OPERATOR",
+    "RETENTION",
+    "DatabaseError",
+    "alias",
+    "atomic",
+    "connection",
+    "not_before",
+    "now",
+    "unit",
+    "writing",
+]

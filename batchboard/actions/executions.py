@@ -173,6 +173,13 @@ def _after_failed_insert(request: Request) -> ActionResult:
 
 def _run(request: Request, effect: Callable[[JobExecution, datetime], Effect]) -> ActionResult:
     """Run one request through the replay, effect and audit protocol."""
+    with _db.writing(_db.OPERATOR):
+        return _protocol(request, effect)
+
+
+def _protocol(
+    request: Request, effect: Callable[[JobExecution, datetime], Effect]
+) -> ActionResult:
     replay = _probe(request)
     if replay is not None:
         return replay
@@ -348,7 +355,7 @@ def abandon_execution(
         # the failure and an existing end time and bumps the version. It
         # nests as a savepoint in this transaction, under the row lock.
         try:
-            JobRepository().transition_execution(
+            JobRepository(using=_db.alias()).transition_execution(
                 execution.pk, version, "ABANDONED", at=moment
             )
         except StaleVersion as error:

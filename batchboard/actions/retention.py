@@ -128,6 +128,19 @@ def _hold(
     action: str, *, user: Any, instance_id: object, reason_code: str, operation_id: str
 ) -> ActionResult:
     permissions.require(user, action)
+    with _db.writing(_db.RETENTION):
+        return _hold_protocol(
+            action,
+            user=user,
+            instance_id=instance_id,
+            reason_code=reason_code,
+            operation_id=operation_id,
+        )
+
+
+def _hold_protocol(
+    action: str, *, user: Any, instance_id: object, reason_code: str, operation_id: str
+) -> ActionResult:
     try:
         ident = int(instance_id)  # type: ignore[call-overload]
     except (TypeError, ValueError) as error:
@@ -633,6 +646,19 @@ def apply_purge(
             _("The plan digest does not match the plan submitted with it.")
         )
     expected = {"reason_code": reason, "plan_digest": reviewed, "batch_bound": criteria.batch}
+    with _db.writing(_db.RETENTION):
+        return _purge_protocol(user, criteria, candidates, reviewed, reason, op, expected)
+
+
+def _purge_protocol(
+    user: Any,
+    criteria: PurgeCriteria,
+    candidates: Sequence[tuple[int, int, int]],
+    reviewed: bytes,
+    reason: str,
+    op: str,
+    expected: dict[str, Any],
+) -> ActionResult:
     replay = _probe(envelope.APPLY_PURGE, op, **expected)
     if replay is not None:
         return replay

@@ -80,3 +80,22 @@ def test_out_of_range_ids_are_refused() -> None:
         actions.parse_candidates(f"1:{2**63}:0")
     with pytest.raises(actions.InvalidRequest):
         actions.PurgeCriteria.validated(job_name="j", min_age_seconds=10**12)
+
+
+@pytest.mark.django_db
+def test_action_databases_choose_the_writing_alias() -> None:
+    """Each writing class can use its own alias; an unknown one is named."""
+    from django.test import override_settings
+
+    from batchboard.actions import _db
+
+    with override_settings(BATCHBOARD={"ACTION_DATABASES": {"OPERATOR": "default"}}):
+        with _db.writing(_db.OPERATOR):
+            assert _db.alias() == "default"
+    with override_settings(BATCHBOARD={"ACTION_DATABASES": {"RETENTION": "retention"}}):
+        with pytest.raises(actions.ActionError) as raised:
+            with _db.writing(_db.RETENTION):
+                pass
+        assert "'retention'" in raised.value.message
+        with _db.writing(_db.OPERATOR):
+            assert _db.alias() == "default"
