@@ -8,6 +8,7 @@ from contextvars import ContextVar
 from datetime import datetime
 
 from django.db import DatabaseError, connections, transaction
+from django.utils.connection import ConnectionDoesNotExist
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
@@ -26,6 +27,14 @@ def alias() -> str:
     return _writing.get() or conf.database_alias()
 
 
+def _defined(name: str) -> bool:
+    try:
+        connections[name]
+    except ConnectionDoesNotExist:
+        return False
+    return True
+
+
 @contextmanager
 def writing(role: str) -> Iterator[None]:
     """
@@ -37,7 +46,7 @@ def writing(role: str) -> Iterator[None]:
     """
     configured = conf.get_config().get("ACTION_DATABASES") or {}
     chosen = configured.get(role) if isinstance(configured, dict) else None
-    if chosen is not None and chosen not in connections.settings:
+    if chosen is not None and not _defined(chosen):
         raise ActionError(
             f"BATCHBOARD['ACTION_DATABASES'] names the database alias "
             f"{chosen!r} for {role}, which DATABASES does not define."
