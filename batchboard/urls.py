@@ -1,38 +1,17 @@
 """
 The explorer's URLs; include them anywhere with ``include("batchboard.urls")``.
 
-Job names are arbitrary text of up to 128 bytes. :class:`JobNameConverter`
-keeps every name inside one path segment: it escapes ``%`` and ``/`` (and a
-name made only of dots, which browsers would resolve as ``.``/``..``)
-before Django percent-encodes the URL, and reverses that on the way in.
+Job names are arbitrary text of up to 128 bytes; see
+:class:`batchboard.views.JobNameConverter` for how they stay in one segment.
 """
 
 from __future__ import annotations
-
-from urllib.parse import unquote
 
 from django.urls import path, register_converter
 
 from batchboard import views
 
-
-class JobNameConverter:
-    regex = "[^/]+"
-
-    def to_python(self, value: str) -> str:
-        name = unquote(value, errors="strict")
-        if not name or len(name.encode("utf-8")) > 128:
-            raise ValueError("not a job name")
-        return name
-
-    def to_url(self, value: str) -> str:
-        escaped = value.replace("%", "%25").replace("/", "%2F")
-        if set(value) <= {"."}:
-            escaped = escaped.replace(".", "%2E")
-        return escaped
-
-
-register_converter(JobNameConverter, "batchboard_job_name")
+register_converter(views.JobNameConverter, "batchboard_job_name")
 
 app_name = "batchboard"
 

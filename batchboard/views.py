@@ -16,7 +16,7 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from django.contrib.auth.views import redirect_to_login
 from django.db import DatabaseError
@@ -31,6 +31,9 @@ from django_htmx.middleware import HtmxDetails
 
 from batchboard import conf, cursors, queries, schema
 from batchboard.queries import Page
+
+# Django's reverse() leaves these characters unquoted in paths.
+_PATH_SAFE = "!$&'()*+,;=/~:@"
 
 logger = logging.getLogger("batchboard.explorer")
 
@@ -58,6 +61,30 @@ AGE_CHOICES = (
     (6 * 3600, "6 hours"),
     (24 * 3600, "24 hours"),
 )
+
+
+class JobNameConverter:
+    """
+    Keep a job name (any text up to 128 bytes) inside one URL path segment.
+
+    ``to_url`` escapes ``%`` and ``/`` (and a name made only of dots, which
+    browsers would resolve as ``.`` or ``..``) before Django percent-encodes
+    the URL; ``to_python`` reverses it on the way in.
+    """
+
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        name = unquote(value, errors="strict")
+        if not name or len(name.encode("utf-8")) > 128:
+            raise ValueError("not a job name")
+        return name
+
+    def to_url(self, value: str) -> str:
+        escaped = value.replace("%", "%25").replace("/", "%2F")
+        if set(value) <= {"."}:
+            escaped = escaped.replace(".", "%2E")
+        return escaped
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -196,6 +223,65 @@ def explorer_view(
 # -- helpers -------------------------------------------------------------------
 
 
+class _Links:
+    """
+    Add the URLs each row links to, reversing every URL name once per request.
+
+    A page of rows links to several pages per row; reversing each link cost
+    more than the query that read the rows, so each name is reversed around
+    a placeholder once and the ids are substituted.
+    """
+
+    _PLACEHOLDER = "987654321987"
+
+    def __init__(self) -> None:
+        self._bases: dict[str, str] = {}
+
+    def _base(self, name: str) -> str:
+        base = self._bases.get(name)
+        if base is None:
+            base = self._bases[name] = reverse(name, args=[self._PLACEHOLDER])
+        return base
+
+    def id(self, name: str, pk: int) -> str:
+        return self._base(name).replace(self._PLACEHOLDER, str(int(pk)))
+
+    def job(self, job_name: str) -> str:
+        segment = quote(JobNameConverter().to_url(job_name), safe=_PATH_SAFE)
+        return self._base("batchboard:job").replace(self._PLACEHOLDER, segment)
+
+    def executions(self, rows: list[dict[str, Any]], triage: bool = False) -> list[dict[str, Any]]:
+        for row in rows:
+            row["url"] = self.id("batchboard:execution", row["id"])
+            row["job_url"] = self.job(row["job_name"])
+            row["instance_url"] = self.id("batchboard:instance", row["job_instance_id"])
+            row["row_url"] = self.id("batchboard:execution_row", row["id"]) + (
+                "?triage=1" if triage else ""
+            )
+        return rows
+
+    def steps(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for row in rows:
+            row["url"] = self.id("batchboard:step", row["id"])
+            row["row_url"] = self.id("batchboard:step_row", row["id"])
+        return rows
+
+    def partitions(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for row in rows:
+            row["row_url"] = self.id("batchboard:partition_row", row["id"])
+            worker = row["worker_step_execution_id"]
+            row["worker_url"] = self.id("batchboard:step", worker) if worker else None
+        return rows
+
+    def instances(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for row in rows:
+            row["url"] = self.id("batchboard:instance", row["id"])
+            latest = row["latest_id"]
+            row["latest_url"] = self.id("batchboard:execution", latest) if latest else None
+        return rows
+
+
+
 def _size(request: HttpRequest) -> int:
     return queries.parse_page_size(request.GET.get("size"))
 
@@ -276,15 +362,23 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
     names = [row["job_name"] for row in page.rows]
     strips = queries.job_strips(names)
     running = queries.running_counts(names)
-    jobs = [
-        {
-            "name": name,
-            "strip": strips.get(name, []),
-            "last": (strips.get(name) or [None])[0],
-            "running": running.get(name, 0),
-        }
-        for name in names
-    ]
+    links = _Links()
+    executions_url = reverse("batchboard:executions")
+    jobs = []
+    for name in names:
+        strip = strips.get(name, [])
+        for run in strip:
+            run["url"] = links.id("batchboard:execution", run["id"])
+        jobs.append(
+            {
+                "name": name,
+                "url": links.job(name),
+                "running_url": f"{executions_url}?{urlencode({'job': name})}",
+                "strip": strip,
+                "last": strip[0] if strip else None,
+                "running": running.get(name, 0),
+            }
+        )
     context = _base_context(
         request,
         page=page,
@@ -293,11 +387,11 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
     )
     if page.first and not _wants_fragment(request):
         stale_seconds = int(conf.get_config()["STALE_SECONDS"])
-        context["stale"] = queries.unresolved(
-            stale_seconds, queries.ATTENTION_LIMIT
-        )
+        stale = queries.unresolved(stale_seconds, queries.ATTENTION_LIMIT)
+        links.executions(stale.rows)
+        context["stale"] = stale
         context["stale_seconds"] = stale_seconds
-        context["failures"] = queries.recent_failures()
+        context["failures"] = links.executions(queries.recent_failures())
     return _list_response(
         request,
         "batchboard/index.html",
@@ -313,6 +407,7 @@ def job(request: HtmxHttpRequest, job_name: str) -> HttpResponse:
     page = queries.instances(job_name, size, _cursor(request))
     if not page.rows and page.first and not queries.job_exists(job_name):
         raise NotFound(f"job named “{job_name}”")
+    _Links().instances(page.rows)
     context = _base_context(
         request, job_name=job_name, page=page, next_url=_next_url(request, page)
     )
@@ -337,6 +432,7 @@ def instance(request: HtmxHttpRequest, instance_id: int) -> HttpResponse:
         if found is None:
             raise NotFound(f"instance {instance_id}")
     page = queries.instance_executions(instance_id, size, token)
+    _Links().executions(page.rows)
     show_values = request.user.has_perm(PARAMETER_VALUES)
     values: dict[str, str] = {}
     if found is not None and show_values and not _wants_fragment(request):
@@ -364,6 +460,7 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
     status = queries.parse_status(request.GET.get("status"))
     job_name = queries.parse_job_filter(request.GET.get("job"))
     page = queries.recent_executions(status, job_name, size, _cursor(request))
+    _Links().executions(page.rows)
     context = _base_context(
         request,
         page=page,
@@ -388,6 +485,7 @@ def unresolved(request: HtmxHttpRequest) -> HttpResponse:
         request.GET.get("age"), int(conf.get_config()["STALE_SECONDS"])
     )
     page = queries.unresolved(age, size, _cursor(request))
+    _Links().executions(page.rows, triage=True)
     context = _base_context(
         request,
         page=page,
@@ -423,6 +521,7 @@ def execution(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
         return _step_tail(request, execution_id, after, size)
     found = _execution_or_404(execution_id)
     page = queries.steps(execution_id, size, token)
+    _Links().steps(page.rows)
     context = _base_context(
         request,
         execution=found,
@@ -477,7 +576,7 @@ def _step_tail(
     status = queries.execution_status(execution_id)
     if status is None:
         raise NotFound(f"execution {execution_id}")
-    rows = queries.steps_after(execution_id, int(after), size)
+    rows = _Links().steps(queries.steps_after(execution_id, int(after), size))
     context = _base_context(
         request,
         rows=rows,
@@ -512,7 +611,10 @@ def execution_row(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
     return render(
         request,
         "batchboard/partials/execution_row.html",
-        _base_context(request, row=found, triage=request.GET.get("triage") == "1"),
+        _base_context(
+            request,
+            row=_Links().executions([found], triage=request.GET.get("triage") == "1")[0],
+        ),
     )
 
 
@@ -597,6 +699,7 @@ def step(request: HtmxHttpRequest, step_id: int) -> HttpResponse:
     if token and _wants_fragment(request):
         _int_id(step_id, f"step {step_id}")
         page = queries.partitions(step_id, size, token)
+        _Links().partitions(page.rows)
         return _rows(
             request,
             "batchboard/partials/partition_rows.html",
@@ -604,6 +707,7 @@ def step(request: HtmxHttpRequest, step_id: int) -> HttpResponse:
         )
     found = _step_or_404(step_id)
     page = queries.partitions(step_id, size, token)
+    _Links().partitions(page.rows)
     context = _base_context(
         request,
         step=found,
@@ -639,7 +743,7 @@ def step_row(request: HtmxHttpRequest, step_id: int) -> HttpResponse:
     return render(
         request,
         "batchboard/partials/step_row.html",
-        _base_context(request, row=found),
+        _base_context(request, row=_Links().steps([found])[0]),
     )
 
 
@@ -657,7 +761,7 @@ def partition_row(request: HtmxHttpRequest, partition_id: int) -> HttpResponse:
     return render(
         request,
         "batchboard/partials/partition_row.html",
-        _base_context(request, row=found),
+        _base_context(request, row=_Links().partitions([found])[0]),
     )
 
 

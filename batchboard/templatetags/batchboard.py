@@ -12,8 +12,6 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Any
 
-from urllib.parse import quote
-
 from django import template
 from django.conf import settings
 from django.urls import get_script_prefix, get_urlconf, reverse
@@ -190,14 +188,12 @@ def status_mark(value: str) -> str:
     return _MARKS.get(value, "·")
 
 
-# -- fast links ---------------------------------------------------------------
-# Rows link to several pages each; reversing every link costs more than the
-# query that read the rows. Each URL name is reversed once (per script
-# prefix and URLconf) around a placeholder, and the id is substituted.
+# -- links outside row lists -------------------------------------------------
+# Each URL name is reversed once (per script prefix and URLconf) around a
+# placeholder and the id substituted; row lists get their links from the
+# view (see batchboard.views._Links).
 
 _PLACEHOLDER = "987654321987"
-# Django's reverse() leaves these characters unquoted in paths.
-_PATH_SAFE = "!$&'()*+,;=/~:@"
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,12 +209,3 @@ def _base(name: str) -> str:
 def link(pk: int, name: str) -> str:
     """Return the URL of page ``name`` for an integer id: ``{{ row.id|link:"batchboard:execution" }}``."""
     return _base(name).replace(_PLACEHOLDER, str(int(pk)))
-
-
-@register.filter
-def job_link(job_name: str) -> str:
-    """Return the URL of a job's page, encoded exactly as ``reverse()`` would."""
-    from batchboard.urls import JobNameConverter
-
-    segment = quote(JobNameConverter().to_url(job_name), safe=_PATH_SAFE)
-    return _base("batchboard:job").replace(_PLACEHOLDER, segment)

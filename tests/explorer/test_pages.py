@@ -72,7 +72,7 @@ def test_overview_shows_jobs_strip_and_attention(reader: Client, history: Histor
     assert "1 running" in body
     assert "Recent failures" in body and "USER_COMPONENT" in body
     # The restart has not been updated for an hour: older than the 15 min bound.
-    assert f"#{history.restart.pk}</a> nightly-import" in body
+    assert f'#{history.restart.pk}</a> <a href="/jobs/nightly-import/">nightly-import</a>' in body
 
 
 def test_execution_page_shows_steps_timeline_and_decisions(
