@@ -55,7 +55,9 @@ def _respond(
     if _is_htmx(request):
         response = render(request, partial, context, status=status)
     else:
-        response = render(request, "batchboard/actions/page.html", context, status=status)
+        response = render(
+            request, "batchboard/actions/page.html", context, status=status
+        )
     response["Vary"] = "HX-Request"
     return response
 
@@ -156,7 +158,9 @@ def _result(
     response = _respond(request, "batchboard/actions/result.html", context)
     if result is not None and result.outcome == actions.APPLIED:
         # Lets the including page refresh what the action changed.
-        trigger_client_event(response, "batchboard:action-applied", {"action": result.action})
+        trigger_client_event(
+            response, "batchboard:action-applied", {"action": result.action}
+        )
     return response
 
 
@@ -243,18 +247,22 @@ def stop(request: HttpRequest, execution_id: int) -> HttpResponse:
             result = actions.stop_execution(
                 user=request.user,
                 execution_id=execution_id,
-                expected_version=request.POST.get("expected_version"),  # type: ignore[arg-type]
+                expected_version=request.POST.get("expected_version"),
                 operation_id=request.POST.get("operation_id", ""),
             )
         except actions.ActionError as error:
-            return _result(request, error=error, target_url=page, retry_url=request.path)
+            return _result(
+                request, error=error, target_url=page, retry_url=request.path
+            )
         return _result(request, result=result, target_url=page, retry_url=request.path)
     execution = _execution(execution_id)
     return _dialog(
         request,
         action=envelope.STOP,
         title=_("Stop execution #%(id)s") % {"id": execution.pk},
-        target=_("execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, version %(version)s")
+        target=_(
+            "execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, version %(version)s"
+        )
         % {
             "id": execution.pk,
             "job": execution.job_instance.job_name,
@@ -285,19 +293,23 @@ def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
             result = actions.abandon_execution(
                 user=request.user,
                 execution_id=execution_id,
-                expected_version=request.POST.get("expected_version"),  # type: ignore[arg-type]
+                expected_version=request.POST.get("expected_version"),
                 reason_code=request.POST.get("reason_code", ""),
                 operation_id=request.POST.get("operation_id", ""),
             )
         except actions.ActionError as error:
-            return _result(request, error=error, target_url=page, retry_url=request.path)
+            return _result(
+                request, error=error, target_url=page, retry_url=request.path
+            )
         return _result(request, result=result, target_url=page, retry_url=request.path)
     execution = _execution(execution_id)
     return _dialog(
         request,
         action=envelope.ABANDON,
         title=_("Abandon execution #%(id)s") % {"id": execution.pk},
-        target=_("execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, version %(version)s")
+        target=_(
+            "execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, version %(version)s"
+        )
         % {
             "id": execution.pk,
             "job": execution.job_instance.job_name,
@@ -366,13 +378,13 @@ def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
             else actions.Directive(
                 post.get("directive", ""),
                 post.get("failure_category"),
-                post.get("failure_id"),  # type: ignore[arg-type]
+                post.get("failure_id"),
             )
         )
         result = actions.recover_execution(
             user=request.user,
             execution_id=execution_id,
-            expected_version=post.get("expected_version"),  # type: ignore[arg-type]
+            expected_version=post.get("expected_version"),
             evidence_digest=digest,
             unknown_commit=post.get("unknown_commit") == "1",
             directive=directive,
@@ -399,10 +411,15 @@ def _hold_view(request: HttpRequest, instance_id: int, action: str) -> HttpRespo
                 operation_id=request.POST.get("operation_id", ""),
             )
         except actions.ActionError as error:
-            return _result(request, error=error, target_url=page, retry_url=request.path)
+            return _result(
+                request, error=error, target_url=page, retry_url=request.path
+            )
         return _result(request, result=result, target_url=page, retry_url=request.path)
     instance = _instance(instance_id)
-    target = _("instance #%(id)s of %(job)s") % {"id": instance.pk, "job": instance.job_name}
+    target = _("instance #%(id)s of %(job)s") % {
+        "id": instance.pk,
+        "job": instance.job_name,
+    }
     if action == envelope.HOLD:
         title = _("Hold instance #%(id)s") % {"id": instance.pk}
         consequence = _(
@@ -463,7 +480,8 @@ def purge_plan(request: HttpRequest) -> HttpResponse:
         "form": {
             "job_name": request.GET.get("job_name", ""),
             "statuses": request.GET.getlist("statuses") or list(schema.FINISHED),
-            "min_age_seconds": request.GET.get("min_age_seconds") or DEFAULT_AGE_SECONDS,
+            "min_age_seconds": request.GET.get("min_age_seconds")
+            or DEFAULT_AGE_SECONDS,
             "batch": request.GET.get("batch") or DEFAULT_BATCH,
         },
         "may_apply": permissions.may(request.user, envelope.APPLY_PURGE),

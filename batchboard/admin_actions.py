@@ -132,7 +132,8 @@ def _run_action(
             **base_context,
             "title": _("Confirm %(action)s") % {"action": action.lower()},
             "objects": [
-                {"obj": obj, "version": getattr(obj, "version", None)} for obj in objects
+                {"obj": obj, "version": getattr(obj, "version", None)}
+                for obj in objects
             ],
             "operation_id": envelope.new_operation_id(),
             "reasons": [] if action == envelope.STOP else envelope.reasons_for(action),
@@ -162,7 +163,9 @@ def _run_action(
     return TemplateResponse(request, _templates(opts, "action_results.html"), context)
 
 
-def _apply_one(request: HttpRequest, action: str, obj: Any, base: str) -> dict[str, Any]:
+def _apply_one(
+    request: HttpRequest, action: str, obj: Any, base: str
+) -> dict[str, Any]:
     """Call the service for one object and describe its outcome."""
     # One operation id per object, derived from the id fixed on the
     # confirmation page: a re-posted page replays object by object.
@@ -173,14 +176,14 @@ def _apply_one(request: HttpRequest, action: str, obj: Any, base: str) -> dict[s
             result = actions.stop_execution(
                 user=request.user,
                 execution_id=obj.pk,
-                expected_version=request.POST.get(f"version_{obj.pk}"),  # type: ignore[arg-type]
+                expected_version=request.POST.get(f"version_{obj.pk}"),
                 operation_id=operation_id,
             )
         elif action == envelope.ABANDON:
             result = actions.abandon_execution(
                 user=request.user,
                 execution_id=obj.pk,
-                expected_version=request.POST.get(f"version_{obj.pk}"),  # type: ignore[arg-type]
+                expected_version=request.POST.get(f"version_{obj.pk}"),
                 reason_code=reason,
                 operation_id=operation_id,
             )
@@ -217,9 +220,13 @@ def _apply_one(request: HttpRequest, action: str, obj: Any, base: str) -> dict[s
     }
 
 
-@admin.action(permissions=["stop"], description=gettext_lazy("Stop selected executions"))
+@admin.action(
+    permissions=["stop"], description=gettext_lazy("Stop selected executions")
+)
 def stop_executions(
-    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[JobExecution]
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[JobExecution],
 ) -> TemplateResponse | None:
     return _run_action(modeladmin, request, queryset, envelope.STOP, "stop_executions")
 
@@ -228,22 +235,35 @@ def stop_executions(
     permissions=["abandon"], description=gettext_lazy("Abandon selected executions")
 )
 def abandon_executions(
-    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[JobExecution]
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[JobExecution],
 ) -> TemplateResponse | None:
-    return _run_action(modeladmin, request, queryset, envelope.ABANDON, "abandon_executions")
+    return _run_action(
+        modeladmin, request, queryset, envelope.ABANDON, "abandon_executions"
+    )
 
 
-@admin.action(permissions=["hold"], description=gettext_lazy("Place a hold on selected instances"))
+@admin.action(
+    permissions=["hold"], description=gettext_lazy("Place a hold on selected instances")
+)
 def place_holds(
-    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[JobInstance]
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[JobInstance],
 ) -> TemplateResponse | None:
     return _run_action(modeladmin, request, queryset, envelope.HOLD, "place_holds")
 
 
 @admin.action(
-    permissions=["release"], description=gettext_lazy("Release holds on selected instances")
+    permissions=["release"],
+    description=gettext_lazy("Release holds on selected instances"),
 )
 def release_holds(
-    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, queryset: QuerySet[JobInstance]
+    modeladmin: admin.ModelAdmin[Any],
+    request: HttpRequest,
+    queryset: QuerySet[JobInstance],
 ) -> TemplateResponse | None:
-    return _run_action(modeladmin, request, queryset, envelope.RELEASE_HOLD, "release_holds")
+    return _run_action(
+        modeladmin, request, queryset, envelope.RELEASE_HOLD, "release_holds"
+    )

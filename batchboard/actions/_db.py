@@ -8,9 +8,9 @@ from contextvars import ContextVar
 from datetime import datetime
 
 from django.db import DatabaseError, connections, transaction
-from django.utils.connection import ConnectionDoesNotExist
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
+from django.utils.connection import ConnectionDoesNotExist
 
 from batchboard import conf
 from batchboard.actions.results import ActionError

@@ -95,8 +95,7 @@ def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> st
         )
     if not pattern.match(value):
         raise InvalidRequest(
-            _("The %(what)s contains a character that is not allowed.")
-            % {"what": what}
+            _("The %(what)s contains a character that is not allowed.") % {"what": what}
         )
     return value
 

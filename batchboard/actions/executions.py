@@ -171,7 +171,9 @@ def _after_failed_insert(request: Request) -> ActionResult:
     return replay
 
 
-def _run(request: Request, effect: Callable[[JobExecution, datetime], Effect]) -> ActionResult:
+def _run(
+    request: Request, effect: Callable[[JobExecution, datetime], Effect]
+) -> ActionResult:
     """Run one request through the replay, effect and audit protocol."""
     with _db.writing(_db.OPERATOR):
         return _protocol(request, effect)
@@ -240,7 +242,9 @@ def _ids(execution_id: object, expected_version: object) -> tuple[int, int]:
         ident = int(execution_id)  # type: ignore[call-overload]
         version = int(expected_version)  # type: ignore[call-overload]
     except (TypeError, ValueError) as error:
-        raise InvalidRequest(_("The execution id and version must be numbers.")) from error
+        raise InvalidRequest(
+            _("The execution id and version must be numbers.")
+        ) from error
     if ident <= 0 or version < 0 or version > 2**63 - 1 or ident > 2**63 - 1:
         raise InvalidRequest(_("The execution id or version is out of range."))
     return ident, version
@@ -250,7 +254,11 @@ def _ids(execution_id: object, expected_version: object) -> tuple[int, int]:
 
 
 def stop_execution(
-    *, user: Any, execution_id: int, expected_version: int, operation_id: str
+    *,
+    user: Any,
+    execution_id: int,
+    expected_version: int | str | None,
+    operation_id: str,
 ) -> ActionResult:
     """
     Request a cooperative stop of one execution (Lifecycle).
@@ -303,7 +311,7 @@ def abandon_execution(
     *,
     user: Any,
     execution_id: int,
-    expected_version: int,
+    expected_version: int | str | None,
     reason_code: str,
     operation_id: str,
 ) -> ActionResult:
@@ -348,7 +356,10 @@ def abandon_execution(
         elif status not in ("STOPPED", "FAILED"):
             raise Rejection("INVALID_STATE")
         moment = _db.not_before(
-            at, execution.created_at, execution.started_at, execution.ended_at,
+            at,
+            execution.created_at,
+            execution.started_at,
+            execution.ended_at,
             execution.updated_at,
         )
         # The write side's compare-and-swap transition (spec 2.1): it keeps
@@ -381,7 +392,7 @@ class Directive:
 
     resulting_status: str
     category: str | None = None
-    failure_id: int | None = None
+    failure_id: int | str | None = None
 
     @classmethod
     def mark_failed(cls, category: str, failure_id: int) -> Directive:
@@ -412,7 +423,7 @@ def recover_execution(
     *,
     user: Any,
     execution_id: int,
-    expected_version: int,
+    expected_version: int | str | None,
     evidence_digest: bytes,
     unknown_commit: bool,
     directive: Directive,
@@ -466,10 +477,9 @@ def recover_execution(
         # Re-propose under the lock: the evidence compared is the evidence
         # the decision is taken on.
         proposal = recovery.propose(ident)
-        if (
-            proposal.digest != bytes(evidence_digest)
-            or proposal.evidence.unknown_commit != bool(unknown_commit)
-        ):
+        if proposal.digest != bytes(
+            evidence_digest
+        ) or proposal.evidence.unknown_commit != bool(unknown_commit):
             raise EvidenceStale()
         if (
             unknown_commit

@@ -90,7 +90,9 @@ COUNT_FIELDS = (
 )
 
 
-def _retention_result(row: RetentionAction, outcome: str, changed: bool) -> ActionResult:
+def _retention_result(
+    row: RetentionAction, outcome: str, changed: bool
+) -> ActionResult:
     return ActionResult(
         outcome=outcome,
         action=row.action,
@@ -168,10 +170,18 @@ def _hold_protocol(
             if instance is None:
                 raise TargetNotFound(str(_("job instance")), ident)
             if action == envelope.HOLD:
-                values = {"hold_actor": actor, "hold_reason": reason, "hold_placed_at": at}
+                values = {
+                    "hold_actor": actor,
+                    "hold_reason": reason,
+                    "hold_placed_at": at,
+                }
                 changed = (instance.hold_actor, instance.hold_reason) != (actor, reason)
             else:
-                values = {"hold_actor": None, "hold_reason": None, "hold_placed_at": None}
+                values = {
+                    "hold_actor": None,
+                    "hold_reason": None,
+                    "hold_placed_at": None,
+                }
                 changed = instance.hold_actor is not None
             JobInstance.objects.using(_db.alias()).filter(pk=ident).update(**values)
             row = RetentionAction.objects.using(_db.alias()).create(
@@ -254,7 +264,9 @@ class PurgeCriteria:
             age = int(min_age_seconds)  # type: ignore[call-overload]
             size = int(batch)  # type: ignore[call-overload]
         except (TypeError, ValueError) as error:
-            raise InvalidRequest(_("The age and batch must be whole numbers.")) from error
+            raise InvalidRequest(
+                _("The age and batch must be whole numbers.")
+            ) from error
         if not MIN_AGE_SECONDS <= age <= MAX_AGE_SECONDS:
             raise InvalidRequest(
                 _("The minimum age is one hour (3600 s) to a hundred years.")
@@ -413,7 +425,9 @@ def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str
     return counts
 
 
-def _emptied(cursor: Any, executions: Sequence[int], instances: Sequence[int]) -> list[int]:
+def _emptied(
+    cursor: Any, executions: Sequence[int], instances: Sequence[int]
+) -> list[int]:
     """Return the instances that have no execution outside ``executions``."""
     if not instances:
         return []
@@ -438,7 +452,10 @@ def plan_purge(
     """Survey what a purge would delete (Read); change nothing."""
     permissions.require(user, "PLAN_PURGE")
     criteria = PurgeCriteria.validated(
-        job_name=job_name, statuses=statuses, min_age_seconds=min_age_seconds, batch=batch
+        job_name=job_name,
+        statuses=statuses,
+        min_age_seconds=min_age_seconds,
+        batch=batch,
     )
     at = _db.now()
     with _db.atomic():
@@ -461,7 +478,9 @@ def plan_purge(
     )
 
 
-def _digest(criteria: PurgeCriteria, candidates: Iterable[tuple[int, int, int]]) -> bytes:
+def _digest(
+    criteria: PurgeCriteria, candidates: Iterable[tuple[int, int, int]]
+) -> bytes:
     return plan_digest(
         job_name=criteria.job_name,
         statuses=criteria.statuses,
@@ -503,13 +522,9 @@ def _revalidate(
         instance = locked_instances.get(instance_id)
         row = rows.get(execution_id)
         if instance is None or row is None or row.job_instance_id != instance_id:
-            raise PlanStale(
-                _("execution #%(id)s is gone.") % {"id": execution_id}
-            )
+            raise PlanStale(_("execution #%(id)s is gone.") % {"id": execution_id})
         if instance.hold_actor is not None:
-            raise PlanStale(
-                _("instance #%(id)s is now held.") % {"id": instance_id}
-            )
+            raise PlanStale(_("instance #%(id)s is now held.") % {"id": instance_id})
         if (
             row.version != version
             or row.status not in criteria.statuses
@@ -527,7 +542,8 @@ def _revalidate(
     )
     if unresolved is not None:
         raise PlanStale(
-            _("execution #%(id)s of a planned instance is running.") % {"id": unresolved}
+            _("execution #%(id)s of a planned instance is running.")
+            % {"id": unresolved}
         )
     if _referenced(set(executions)):
         raise PlanStale(_("a newer execution now references a planned one."))
@@ -645,9 +661,15 @@ def apply_purge(
         raise InvalidRequest(
             _("The plan digest does not match the plan submitted with it.")
         )
-    expected = {"reason_code": reason, "plan_digest": reviewed, "batch_bound": criteria.batch}
+    expected = {
+        "reason_code": reason,
+        "plan_digest": reviewed,
+        "batch_bound": criteria.batch,
+    }
     with _db.writing(_db.RETENTION):
-        return _purge_protocol(user, criteria, candidates, reviewed, reason, op, expected)
+        return _purge_protocol(
+            user, criteria, candidates, reviewed, reason, op, expected
+        )
 
 
 def _purge_protocol(

@@ -18,7 +18,12 @@ from batchboard.admin_actions import (
     release_holds,
     stop_executions,
 )
-from batchboard.models import JobExecution, JobInstance, OperatorRequest, RetentionAction
+from batchboard.models import (
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RetentionAction,
+)
 
 site = admin.AdminSite(name="admin")
 

@@ -51,7 +51,11 @@ def definition(job_name: str = "nightly-import", **manifest: Any) -> JobDefiniti
 def instance(job_name: str = "nightly-import", *, held: bool = False) -> JobInstance:
     n = next(_counter)
     extra = (
-        {"hold_actor": "user:keeper", "hold_reason": "AUDIT", "hold_placed_at": ago(days=1)}
+        {
+            "hold_actor": "user:keeper",
+            "hold_reason": "AUDIT",
+            "hold_placed_at": ago(days=1),
+        }
         if held
         else {}
     )
@@ -139,7 +143,10 @@ def step(
 
 
 def partition(
-    parent: StepExecution, *, worker: StepExecution | None = None, status: str = "COMPLETED"
+    parent: StepExecution,
+    *,
+    worker: StepExecution | None = None,
+    status: str = "COMPLETED",
 ) -> StepPartition:
     n = next(_counter)
     return StepPartition.objects.create(
@@ -178,7 +185,9 @@ def flow_decision(
     )
 
 
-def recovery_decision(job_execution: JobExecution, version: int = 0) -> RecoveryDecision:
+def recovery_decision(
+    job_execution: JobExecution, version: int = 0
+) -> RecoveryDecision:
     return RecoveryDecision.objects.create(
         job_execution=job_execution,
         execution_version=version,
@@ -192,7 +201,9 @@ def recovery_decision(job_execution: JobExecution, version: int = 0) -> Recovery
 
 
 def operator_request(
-    *, job_execution: JobExecution | None = None, job_instance: JobInstance | None = None
+    *,
+    job_execution: JobExecution | None = None,
+    job_instance: JobInstance | None = None,
 ) -> OperatorRequest:
     n = next(_counter)
     return OperatorRequest.objects.create(
@@ -220,8 +231,13 @@ def user(name: str, *codenames: str) -> User:
     return User.objects.get(pk=account.pk)
 
 
-VIEW = ("view_jobexecution", "view_jobinstance", "view_operatorrequest",
-        "view_retentionaction", "view_recoverydecision")
+VIEW = (
+    "view_jobexecution",
+    "view_jobinstance",
+    "view_operatorrequest",
+    "view_retentionaction",
+    "view_recoverydecision",
+)
 
 
 def viewer() -> User:

@@ -10,7 +10,12 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from batchboard.models import JobExecution, JobInstance, OperatorRequest, RetentionAction
+from batchboard.models import (
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RetentionAction,
+)
 from tests.actions import factories
 from tests.actions.admin_urls import ExecutionAdmin, site
 
@@ -52,13 +57,19 @@ def test_stop_reports_each_object(admin_user: User) -> None:
     unknown = factories.execution("UNKNOWN")
     done = factories.execution("COMPLETED")
     body, form = _confirm_then_apply(
-        _client(admin_user), reverse(EXECUTIONS), "stop_executions",
-        [running.pk, unknown.pk, done.pk], None,
+        _client(admin_user),
+        reverse(EXECUTIONS),
+        "stop_executions",
+        [running.pk, unknown.pk, done.pk],
+        None,
     )
-    assert ("version_%d" % running.pk, "3") in form
+    assert (f"version_{running.pk}", "3") in form
     assert "APPLIED" in body and "REJECTED" in body and "INVALID_STATE" in body
     assert "already in that state" in body
-    assert JobExecution.objects.get(pk=running.pk).stop_requested_by == "user:administrator"
+    assert (
+        JobExecution.objects.get(pk=running.pk).stop_requested_by
+        == "user:administrator"
+    )
     assert OperatorRequest.objects.count() == 3
     assert "admin/batchboard/operatorrequest/" in body
 
@@ -68,10 +79,13 @@ def test_reposting_the_confirmation_replays(admin_user: User) -> None:
     client = _client(admin_user)
     url = reverse(EXECUTIONS)
     first = client.post(
-        url, {"action": "abandon_executions", helpers.ACTION_CHECKBOX_NAME: [execution.pk]}
+        url,
+        {"action": "abandon_executions", helpers.ACTION_CHECKBOX_NAME: [execution.pk]},
     ).content.decode()
     assert "Operator decision (OPERATOR_DECISION)" in first
-    data = {name: value for name, value in _hidden(first) if name != "csrfmiddlewaretoken"}
+    data = {
+        name: value for name, value in _hidden(first) if name != "csrfmiddlewaretoken"
+    }
     data["reason_code"] = "OPERATOR_DECISION"
     assert "APPLIED" in client.post(url, data).content.decode()
     assert "REPLAYED" in client.post(url, data).content.decode()
@@ -82,7 +96,11 @@ def test_reposting_the_confirmation_replays(admin_user: User) -> None:
 def test_a_missing_reason_is_explained_per_object(admin_user: User) -> None:
     execution = factories.execution("FAILED")
     body, _form = _confirm_then_apply(
-        _client(admin_user), reverse(EXECUTIONS), "abandon_executions", [execution.pk], None
+        _client(admin_user),
+        reverse(EXECUTIONS),
+        "abandon_executions",
+        [execution.pk],
+        None,
     )
     assert "NOT DONE" in body and "reason code is empty" in body
     assert not OperatorRequest.objects.exists()
@@ -92,10 +110,14 @@ def test_holds_from_the_admin(admin_user: User) -> None:
     instances = [factories.instance(), factories.instance()]
     pks = [i.pk for i in instances]
     client = _client(admin_user)
-    body, _form = _confirm_then_apply(client, reverse(INSTANCES), "place_holds", pks, "LEGAL_HOLD")
+    body, _form = _confirm_then_apply(
+        client, reverse(INSTANCES), "place_holds", pks, "LEGAL_HOLD"
+    )
     assert body.count("APPLIED") >= 2
     assert JobInstance.objects.filter(hold_reason="LEGAL_HOLD").count() == 2
-    _confirm_then_apply(client, reverse(INSTANCES), "release_holds", pks, "HOLD_NO_LONGER_NEEDED")
+    _confirm_then_apply(
+        client, reverse(INSTANCES), "release_holds", pks, "HOLD_NO_LONGER_NEEDED"
+    )
     assert not JobInstance.objects.filter(hold_actor__isnull=False).exists()
     assert RetentionAction.objects.count() == 4
 
@@ -114,14 +136,22 @@ def test_actions_follow_the_classes(
 
     assert offered(execution_admin, viewer_user) == set()
     assert offered(execution_admin, operator_user) == {"stop_executions"}
-    assert offered(execution_admin, admin_user) == {"stop_executions", "abandon_executions"}
+    assert offered(execution_admin, admin_user) == {
+        "stop_executions",
+        "abandon_executions",
+    }
     assert offered(instance_admin, operator_user) == set()
     assert offered(instance_admin, admin_user) == {"place_holds", "release_holds"}
     execution = factories.execution("FAILED")
     response = _client(operator_user).post(
         reverse(EXECUTIONS),
-        {"action": "abandon_executions", helpers.ACTION_CHECKBOX_NAME: [execution.pk],
-         "post": "yes", "reason_code": "OPERATOR_DECISION", "operation_id": "op-x"},
+        {
+            "action": "abandon_executions",
+            helpers.ACTION_CHECKBOX_NAME: [execution.pk],
+            "post": "yes",
+            "reason_code": "OPERATOR_DECISION",
+            "operation_id": "op-x",
+        },
     )
     assert response.status_code in (200, 302)
     assert not OperatorRequest.objects.exists()
@@ -138,8 +168,10 @@ def test_more_than_the_cap_is_refused(admin_user: User) -> None:
     try:
         response = _client(admin_user).post(
             reverse(EXECUTIONS),
-            {"action": "stop_executions",
-             helpers.ACTION_CHECKBOX_NAME: [e.pk for e in executions]},
+            {
+                "action": "stop_executions",
+                helpers.ACTION_CHECKBOX_NAME: [e.pk for e in executions],
+            },
             follow=True,
         )
     finally:
@@ -154,8 +186,13 @@ def test_admin_actions_require_csrf(admin_user: User) -> None:
     client.force_login(admin_user)
     response = client.post(
         reverse(EXECUTIONS),
-        {"action": "stop_executions", helpers.ACTION_CHECKBOX_NAME: [execution.pk],
-         "post": "yes", "version_%d" % execution.pk: "3", "operation_id": "op-c"},
+        {
+            "action": "stop_executions",
+            helpers.ACTION_CHECKBOX_NAME: [execution.pk],
+            "post": "yes",
+            f"version_{execution.pk}": "3",
+            "operation_id": "op-c",
+        },
     )
     assert response.status_code == 403
     assert not OperatorRequest.objects.exists()

@@ -20,8 +20,14 @@ from django.contrib.auth.models import User
 from django.db import OperationalError, connection, connections, transaction
 
 from batchboard import actions, conf
-from batchboard.models import JobExecution, JobInstance, OperatorRequest, RecoveryDecision
+from batchboard.models import (
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RecoveryDecision,
+)
 from tests.actions import factories
+
 
 def _waiting_on_locks() -> int:
     with connections[conf.database_alias()].cursor() as cursor:
@@ -46,7 +52,7 @@ def _held(sql: str, ident: int) -> Iterator[None]:
                     cursor.execute(sql, [ident])
                 locked.set()
                 release.wait(10)
-        except Exception as error:  # noqa: BLE001 - reported to the test below
+        except Exception as error:
             holder["error"] = error
             locked.set()
         finally:
@@ -110,8 +116,11 @@ def test_two_operators_stopping_at_once_each_get_their_row(
             user=user, execution_id=execution.pk, expected_version=3, operation_id=op
         )
 
-    results = _race(stop(admin_user, "op-a"), stop(second_admin, "op-b"),
-                    lock=(EXECUTION_LOCK, execution.pk))
+    results = _race(
+        stop(admin_user, "op-a"),
+        stop(second_admin, "op-b"),
+        lock=(EXECUTION_LOCK, execution.pk),
+    )
     assert [r.outcome for r in results] == ["APPLIED", "APPLIED"]
     assert OperatorRequest.objects.count() == 2
     assert JobExecution.objects.get(pk=execution.pk).version == 3
@@ -127,12 +136,18 @@ def test_two_operators_abandoning_at_once_abandon_once(
 
     def abandon(user: User, op: str) -> Callable[[], Any]:
         return lambda: actions.abandon_execution(
-            user=user, execution_id=execution.pk, expected_version=3,
-            reason_code="OPERATOR_DECISION", operation_id=op,
+            user=user,
+            execution_id=execution.pk,
+            expected_version=3,
+            reason_code="OPERATOR_DECISION",
+            operation_id=op,
         )
 
-    results = _race(abandon(admin_user, "op-a"), abandon(second_admin, "op-b"),
-                    lock=(EXECUTION_LOCK, execution.pk))
+    results = _race(
+        abandon(admin_user, "op-a"),
+        abandon(second_admin, "op-b"),
+        lock=(EXECUTION_LOCK, execution.pk),
+    )
     assert sorted(r.changed for r in results) == [False, True]
     loser = next(r for r in results if not r.changed)
     assert loser.prior_status == "ABANDONED"
@@ -151,14 +166,21 @@ def test_two_operators_recovering_at_once_decide_once(
 
     def recover(user: User, op: str) -> Callable[[], Any]:
         return lambda: actions.recover_execution(
-            user=user, execution_id=execution.pk, expected_version=3,
-            evidence_digest=proposal.digest, unknown_commit=False,
+            user=user,
+            execution_id=execution.pk,
+            expected_version=3,
+            evidence_digest=proposal.digest,
+            unknown_commit=False,
             directive=actions.Directive.mark_failed("STALE_RECOVERED", 1),
-            reason_code="HOST_LOST", operation_id=op,
+            reason_code="HOST_LOST",
+            operation_id=op,
         )
 
-    results = _race(recover(admin_user, "op-a"), recover(second_admin, "op-b"),
-                    lock=(EXECUTION_LOCK, execution.pk))
+    results = _race(
+        recover(admin_user, "op-a"),
+        recover(second_admin, "op-b"),
+        lock=(EXECUTION_LOCK, execution.pk),
+    )
     outcomes = sorted((r.outcome, r.rejection_code or "") for r in results)
     assert outcomes == [("APPLIED", ""), ("REJECTED", "OPTIMISTIC_CONFLICT")]
     assert RecoveryDecision.objects.count() == 1
@@ -186,17 +208,26 @@ def test_the_same_operation_id_twice_at_once_acts_once(
     proposal = actions.propose(execution.pk)
     calls: dict[str, Callable[[], Any]] = {
         "STOP": lambda: actions.stop_execution(
-            user=admin_user, execution_id=execution.pk, expected_version=3,
+            user=admin_user,
+            execution_id=execution.pk,
+            expected_version=3,
             operation_id="op-twice",
         ),
         "ABANDON": lambda: actions.abandon_execution(
-            user=admin_user, execution_id=execution.pk, expected_version=3,
-            reason_code="OPERATOR_DECISION", operation_id="op-twice",
+            user=admin_user,
+            execution_id=execution.pk,
+            expected_version=3,
+            reason_code="OPERATOR_DECISION",
+            operation_id="op-twice",
         ),
         "RECOVER": lambda: actions.recover_execution(
-            user=admin_user, execution_id=execution.pk, expected_version=3,
-            evidence_digest=proposal.digest, unknown_commit=False,
-            directive=actions.Directive.abandon(), reason_code="HOST_LOST",
+            user=admin_user,
+            execution_id=execution.pk,
+            expected_version=3,
+            evidence_digest=proposal.digest,
+            unknown_commit=False,
+            directive=actions.Directive.abandon(),
+            reason_code="HOST_LOST",
             operation_id="op-twice",
         ),
     }
@@ -215,7 +246,9 @@ def test_the_same_hold_twice_at_once_is_recorded_once(admin_user: User) -> None:
 
     def hold() -> Any:
         return actions.place_hold(
-            user=admin_user, instance_id=instance.pk, reason_code="AUDIT",
+            user=admin_user,
+            instance_id=instance.pk,
+            reason_code="AUDIT",
             operation_id="op-hold",
         )
 
@@ -228,15 +261,19 @@ def test_the_same_hold_twice_at_once_is_recorded_once(admin_user: User) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_the_same_purge_twice_at_once_deletes_once(admin_user: User) -> None:
     job_instance = factories.instance()
-    factories.execution("FAILED", job_instance=job_instance,
-                        updated_at=factories.ago(days=40))
+    factories.execution(
+        "FAILED", job_instance=job_instance, updated_at=factories.ago(days=40)
+    )
     plan = actions.plan_purge(user=admin_user, job_name="nightly-import")
     assert len(plan.candidates) == 1
 
     def purge() -> Any:
         return actions.apply_purge(
-            user=admin_user, criteria=plan.criteria, candidates=plan.candidates,
-            plan_digest_hex=plan.digest_hex, reason_code="RETENTION_POLICY",
+            user=admin_user,
+            criteria=plan.criteria,
+            candidates=plan.candidates,
+            plan_digest_hex=plan.digest_hex,
+            reason_code="RETENTION_POLICY",
             operation_id="op-purge",
         )
 
@@ -259,8 +296,11 @@ def test_a_lost_commit_reports_an_unknown_outcome_then_replays(
 
     def abandon() -> actions.ActionResult:
         return actions.abandon_execution(
-            user=admin_user, execution_id=execution.pk, expected_version=3,
-            reason_code="OPERATOR_DECISION", operation_id="op-lost",
+            user=admin_user,
+            execution_id=execution.pk,
+            expected_version=3,
+            reason_code="OPERATOR_DECISION",
+            operation_id="op-lost",
         )
 
     monkeypatch.setattr(metadata, "commit", lost_commit)
@@ -284,12 +324,16 @@ def test_a_row_held_too_long_asks_the_operator_to_retry(
 
     monkeypatch.setattr(_db, "LOCK_TIMEOUT_MS", 100)
     execution = factories.execution("STARTED")
-    with _held(EXECUTION_LOCK, execution.pk):
-        with pytest.raises(actions.ConcurrentModification) as raised:
-            actions.stop_execution(
-                user=admin_user, execution_id=execution.pk, expected_version=3,
-                operation_id="op-wait",
-            )
+    with (
+        _held(EXECUTION_LOCK, execution.pk),
+        pytest.raises(actions.ConcurrentModification) as raised,
+    ):
+        actions.stop_execution(
+            user=admin_user,
+            execution_id=execution.pk,
+            expected_version=3,
+            operation_id="op-wait",
+        )
     assert "try again" in raised.value.message
     assert not OperatorRequest.objects.exists()
     assert JobExecution.objects.get(pk=execution.pk).stop_requested_at is None

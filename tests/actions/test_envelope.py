@@ -89,13 +89,16 @@ def test_action_databases_choose_the_writing_alias() -> None:
 
     from batchboard.actions import _db
 
-    with override_settings(BATCHBOARD={"ACTION_DATABASES": {"OPERATOR": "default"}}):
-        with _db.writing(_db.OPERATOR):
-            assert _db.alias() == "default"
-    with override_settings(BATCHBOARD={"ACTION_DATABASES": {"RETENTION": "retention"}}):
-        with pytest.raises(actions.ActionError) as raised:
-            with _db.writing(_db.RETENTION):
-                pass
+    operator = {"ACTION_DATABASES": {"OPERATOR": "default"}}
+    with override_settings(BATCHBOARD=operator), _db.writing(_db.OPERATOR):
+        assert _db.alias() == "default"
+    undefined = {"ACTION_DATABASES": {"RETENTION": "retention"}}
+    with override_settings(BATCHBOARD=undefined):
+        with (
+            pytest.raises(actions.ActionError) as raised,
+            _db.writing(_db.RETENTION),
+        ):
+            pass
         assert "'retention'" in raised.value.message
         with _db.writing(_db.OPERATOR):
             assert _db.alias() == "default"

@@ -37,9 +37,7 @@ def test_groups_grant_one_class_more_each() -> None:
         "administrator": {"READ": True, "LIFECYCLE": True, "DESTRUCTIVE": True},
     }
     assert not members["operator"].has_perm("batchboard.view_parameter_values")
-    assert members["administrator"].has_perm(
-        "batchboard.view_parameter_values"
-    )
+    assert members["administrator"].has_perm("batchboard.view_parameter_values")
 
 
 def test_running_again_restores_exact_permissions() -> None:
@@ -53,4 +51,7 @@ def test_running_again_restores_exact_permissions() -> None:
     call_command("batchboard_groups", stdout=out)
     assert "Reset group 'viewer'" in out.getvalue()
     assert not viewer.permissions.filter(codename="operate_destructive").exists()
-    assert Group.objects.filter(name__in=["viewer", "operator", "administrator"]).count() == 3
+    assert (
+        Group.objects.filter(name__in=["viewer", "operator", "administrator"]).count()
+        == 3
+    )

@@ -1,4 +1,4 @@
-"""RECOVER: proposals in server time, the guard table, stale evidence, UNKNOWN_EFFECT."""
+"""RECOVER: server-time proposals, the guard table, stale evidence, UNKNOWN_EFFECT."""
 
 from __future__ import annotations
 
@@ -135,9 +135,11 @@ def test_the_threshold_comes_from_the_settings() -> None:
     execution = factories.execution("STARTED", updated_at=factories.ago(minutes=5))
     with override_settings(BATCHBOARD={"STALE_SECONDS": 60}):
         assert actions.propose(execution.pk).verdict == recovery.CANDIDATE
-    with override_settings(BATCHBOARD={"STALE_SECONDS": 10}):
-        with pytest.raises(actions.InvalidRequest):
-            actions.propose(execution.pk)
+    with (
+        override_settings(BATCHBOARD={"STALE_SECONDS": 10}),
+        pytest.raises(actions.InvalidRequest),
+    ):
+        actions.propose(execution.pk)
 
 
 def test_unknown_commit_markers() -> None:
@@ -147,7 +149,8 @@ def test_unknown_commit_markers() -> None:
     factories.step(step_unknown, "UNKNOWN")
     assert actions.propose(step_unknown.pk).evidence.unknown_commit is True
     partitioned = factories.execution(
-        "STARTED", job_definition=factories.definition(delivery_mode="atomic_same_resource")
+        "STARTED",
+        job_definition=factories.definition(delivery_mode="atomic_same_resource"),
     )
     parent = factories.step(partitioned, "STARTED")
     factories.partition(parent, worker=factories.step(partitioned, "COMPLETED"))
@@ -161,13 +164,26 @@ def test_evidence_digest_equals_oxide_batch_for_vector_a() -> None:
     job_instance = factories.instance()
     job_definition = factories.definition()
     updated = dt.datetime.fromtimestamp(1785000000.123, tz=dt.UTC)
-    factories.execution("FAILED", job_instance=job_instance, job_definition=job_definition)
+    factories.execution(
+        "FAILED", job_instance=job_instance, job_definition=job_definition
+    )
     JobExecution.objects.create(
-        id=42, job_instance=job_instance, definition=job_definition, attempt=2,
-        status="STARTED", exit_code="UNKNOWN", parameters={}, context_format=1,
-        context_schema="x", context_schema_version=1, context_payload={},
-        created_at=updated - dt.timedelta(hours=1), started_at=updated - dt.timedelta(hours=1),
-        updated_at=updated, version=3, owner_token=b"\x02" * 16,
+        id=42,
+        job_instance=job_instance,
+        definition=job_definition,
+        attempt=2,
+        status="STARTED",
+        exit_code="UNKNOWN",
+        parameters={},
+        context_format=1,
+        context_schema="x",
+        context_schema_version=1,
+        context_payload={},
+        created_at=updated - dt.timedelta(hours=1),
+        started_at=updated - dt.timedelta(hours=1),
+        updated_at=updated,
+        version=3,
+        owner_token=b"\x02" * 16,
     )
     source = factories.step(JobExecution.objects.get(pk=42), "STARTED", name="s77")
     from batchboard.models import StepExecution
@@ -177,7 +193,9 @@ def test_evidence_digest_equals_oxide_batch_for_vector_a() -> None:
     )
     factories.flow_decision(JobExecution.objects.get(pk=42))
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_column_size(checkpoint_payload) FROM ob_step_execution WHERE id = 77")
+        cursor.execute(
+            "SELECT pg_column_size(checkpoint_payload) FROM ob_step_execution WHERE id = 77"
+        )
         assert cursor.fetchone()[0] == 18
     proposal = actions.propose(42)
     assert proposal.digest_hex == (
@@ -192,7 +210,9 @@ def test_recover_marks_a_stale_execution_failed_in_one_transaction(
     proposal = actions.propose(execution.pk)
     result = _recover(admin_user, proposal, "op-rec")
     assert (result.outcome, result.prior_status, result.result_status) == (
-        "APPLIED", "STARTED", "FAILED"
+        "APPLIED",
+        "STARTED",
+        "FAILED",
     )
     fresh = JobExecution.objects.get(pk=execution.pk)
     assert (fresh.status, fresh.version) == ("FAILED", 4)
@@ -201,17 +221,32 @@ def test_recover_marks_a_stale_execution_failed_in_one_transaction(
     assert fresh.started_at == execution.started_at
     decision = RecoveryDecision.objects.get(job_execution=execution)
     assert (
-        decision.execution_version, decision.prior_status, decision.resulting_status,
-        decision.reason_code, decision.operator_reference, bytes(decision.evidence_digest),
+        decision.execution_version,
+        decision.prior_status,
+        decision.resulting_status,
+        decision.reason_code,
+        decision.operator_reference,
+        bytes(decision.evidence_digest),
         decision.decided_at,
     ) == (
-        3, "STARTED", "FAILED", "HOST_LOST", "user:administrator", proposal.digest,
+        3,
+        "STARTED",
+        "FAILED",
+        "HOST_LOST",
+        "user:administrator",
+        proposal.digest,
         fresh.updated_at,
     )
     _check(
         "op-rec",
-        _expected(proposal, "op-rec", prior="STARTED", result="FAILED", code=None,
-                  instance_id=execution.job_instance_id),
+        _expected(
+            proposal,
+            "op-rec",
+            prior="STARTED",
+            result="FAILED",
+            code=None,
+            instance_id=execution.job_instance_id,
+        ),
     )
 
 
@@ -223,12 +258,21 @@ def test_recover_abandon_clears_the_failure(admin_user: User) -> None:
     assert result.outcome == "APPLIED"
     fresh = JobExecution.objects.get(pk=execution.pk)
     assert (fresh.status, fresh.failure_category, fresh.failure_id) == (
-        "ABANDONED", None, None
+        "ABANDONED",
+        None,
+        None,
     )
     _check(
         "op-ab",
-        _expected(proposal, "op-ab", directive=directive, prior="UNKNOWN",
-                  result="ABANDONED", code=None, instance_id=execution.job_instance_id),
+        _expected(
+            proposal,
+            "op-ab",
+            directive=directive,
+            prior="UNKNOWN",
+            result="ABANDONED",
+            code=None,
+            instance_id=execution.job_instance_id,
+        ),
     )
 
 
@@ -239,12 +283,19 @@ def test_unknown_effect_rule(admin_user: User) -> None:
     assert proposal.evidence.unknown_commit is True
     refused = _recover(admin_user, proposal, "op-1")
     assert (refused.outcome, refused.rejection_code) == (
-        "REJECTED", "UNRESOLVED_RECOVERY_REQUIRED"
+        "REJECTED",
+        "UNRESOLVED_RECOVERY_REQUIRED",
     )
     _check(
         "op-1",
-        _expected(proposal, "op-1", prior=None, result=None,
-                  code="UNRESOLVED_RECOVERY_REQUIRED", instance_id=None),
+        _expected(
+            proposal,
+            "op-1",
+            prior=None,
+            result=None,
+            code="UNRESOLVED_RECOVERY_REQUIRED",
+            instance_id=None,
+        ),
     )
     assert JobExecution.objects.get(pk=execution.pk).status == "UNKNOWN"
     directive = actions.Directive.mark_failed("UNKNOWN_COMMIT", 1)
@@ -259,12 +310,21 @@ def test_recover_rejects_a_moved_version(admin_user: User) -> None:
     proposal = actions.propose(execution.pk)
     JobExecution.objects.filter(pk=execution.pk).update(version=4)
     result = _recover(admin_user, proposal, "op-old")
-    assert (result.outcome, result.rejection_code) == ("REJECTED", "OPTIMISTIC_CONFLICT")
+    assert (result.outcome, result.rejection_code) == (
+        "REJECTED",
+        "OPTIMISTIC_CONFLICT",
+    )
     assert "Someone else changed" in result.explanation()
     _check(
         "op-old",
-        _expected(proposal, "op-old", prior=None, result=None,
-                  code="OPTIMISTIC_CONFLICT", instance_id=None),
+        _expected(
+            proposal,
+            "op-old",
+            prior=None,
+            result=None,
+            code="OPTIMISTIC_CONFLICT",
+            instance_id=None,
+        ),
     )
     assert not RecoveryDecision.objects.exists()
 
@@ -276,8 +336,14 @@ def test_recover_of_a_finished_execution_is_invalid_state(admin_user: User) -> N
     assert (result.outcome, result.rejection_code) == ("REJECTED", "INVALID_STATE")
     _check(
         "op-fin",
-        _expected(proposal, "op-fin", prior=None, result=None, code="INVALID_STATE",
-                  instance_id=None),
+        _expected(
+            proposal,
+            "op-fin",
+            prior=None,
+            result=None,
+            code="INVALID_STATE",
+            instance_id=None,
+        ),
     )
 
 
@@ -298,7 +364,9 @@ def test_a_stop_request_after_the_proposal_makes_it_stale(admin_user: User) -> N
     execution = factories.execution("STARTED")
     proposal = actions.propose(execution.pk)
     actions.stop_execution(
-        user=admin_user, execution_id=execution.pk, expected_version=3,
+        user=admin_user,
+        execution_id=execution.pk,
+        expected_version=3,
         operation_id="op-stop",
     )
     with pytest.raises(actions.EvidenceStale):
@@ -316,9 +384,14 @@ def test_a_fresh_execution_is_not_recoverable(admin_user: User) -> None:
 def test_recover_of_a_missing_execution_is_refused_unaudited(admin_user: User) -> None:
     with pytest.raises(actions.TargetNotFound):
         actions.recover_execution(
-            user=admin_user, execution_id=999, expected_version=0,
-            evidence_digest=b"\x00" * 32, unknown_commit=False, directive=FAIL,
-            reason_code="HOST_LOST", operation_id="op-x",
+            user=admin_user,
+            execution_id=999,
+            expected_version=0,
+            evidence_digest=b"\x00" * 32,
+            unknown_commit=False,
+            directive=FAIL,
+            reason_code="HOST_LOST",
+            operation_id="op-x",
         )
     with pytest.raises(actions.TargetNotFound):
         actions.propose(999)
@@ -344,7 +417,9 @@ def test_recover_replays_and_refuses_a_reused_operation_id(admin_user: User) -> 
         actions.Directive.mark_failed("TIMEOUT", 0),
     ],
 )
-def test_bad_directives_are_refused(admin_user: User, directive: actions.Directive) -> None:
+def test_bad_directives_are_refused(
+    admin_user: User, directive: actions.Directive
+) -> None:
     execution = factories.execution("STARTED")
     proposal = actions.propose(execution.pk)
     with pytest.raises(actions.InvalidRequest):
@@ -362,7 +437,9 @@ def test_decision_update_and_audit_commit_together(
 
     real_audit = executions._audit
 
-    def failing_audit(request: object, at: object, effect: object, code: object) -> object:
+    def failing_audit(
+        request: object, at: object, effect: object, code: object
+    ) -> object:
         if effect is not None:
             raise IntegrityError("duplicate key")
         return real_audit(request, at, effect, code)  # type: ignore[arg-type]

@@ -33,7 +33,9 @@ pytestmark = pytest.mark.django_db
 OLD = {"days": 40}
 
 
-def _hold(user: User, instance_id: int, op: str, reason: str = "AUDIT") -> actions.ActionResult:
+def _hold(
+    user: User, instance_id: int, op: str, reason: str = "AUDIT"
+) -> actions.ActionResult:
     return actions.place_hold(
         user=user, instance_id=instance_id, reason_code=reason, operation_id=op
     )
@@ -65,11 +67,15 @@ def test_release_nulls_the_hold_even_when_none_was_placed(admin_user: User) -> N
     held = factories.instance(held=True)
     free = factories.instance()
     first = actions.release_hold(
-        user=admin_user, instance_id=held.pk, reason_code="PLACED_IN_ERROR",
+        user=admin_user,
+        instance_id=held.pk,
+        reason_code="PLACED_IN_ERROR",
         operation_id="op-r1",
     )
     second = actions.release_hold(
-        user=admin_user, instance_id=free.pk, reason_code="PLACED_IN_ERROR",
+        user=admin_user,
+        instance_id=free.pk,
+        reason_code="PLACED_IN_ERROR",
         operation_id="op-r2",
     )
     assert (first.changed, second.changed) == (True, False)
@@ -96,7 +102,9 @@ def test_release_replays_and_conflicts(admin_user: User) -> None:
 
     def release(reason: str) -> actions.ActionResult:
         return actions.release_hold(
-            user=admin_user, instance_id=instance.pk, reason_code=reason,
+            user=admin_user,
+            instance_id=instance.pk,
+            reason_code=reason,
             operation_id="op-rel",
         )
 
@@ -132,19 +140,31 @@ def _apply(
 def _history() -> dict[str, object]:
     """Old finished history with one row in every dependent table."""
     job_instance = factories.instance()
-    first = factories.execution("FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD))
+    first = factories.execution(
+        "FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD)
+    )
     second = factories.execution(
-        "COMPLETED", job_instance=job_instance, restart_of=first,
+        "COMPLETED",
+        job_instance=job_instance,
+        restart_of=first,
         updated_at=factories.ago(days=35),
     )
     parent = factories.step(second, "COMPLETED")
     worker = factories.step(second, "COMPLETED")
     factories.partition(parent, worker=worker)
     ComponentState.objects.create(
-        step_execution=worker, namespace="reader", schema_id="s", schema_version=1,
-        codec_id="json", codec_version=1, checksum_algorithm=1,
-        checksum_algorithm_version=1, checksum=b"\x00" * 32, payload_kind="INLINE",
-        payload=b"{}", updated_at=second.updated_at,
+        step_execution=worker,
+        namespace="reader",
+        schema_id="s",
+        schema_version=1,
+        codec_id="json",
+        codec_version=1,
+        checksum_algorithm=1,
+        checksum_algorithm_version=1,
+        checksum=b"\x00" * 32,
+        payload_kind="INLINE",
+        payload=b"{}",
+        updated_at=second.updated_at,
     )
     decision = factories.flow_decision(first, source=factories.step(first, "FAILED"))
     factories.flow_decision(second, reused=decision)
@@ -152,11 +172,20 @@ def _history() -> dict[str, object]:
     factories.operator_request(job_execution=first, job_instance=job_instance)
     factories.operator_request(job_instance=job_instance)
     hold_row = RetentionAction.objects.create(
-        job_instance=job_instance, action="RELEASE_HOLD", operation_id="old-release",
-        actor_ref="user:x", reason_code="PLACED_IN_ERROR", outcome_class="APPLIED",
+        job_instance=job_instance,
+        action="RELEASE_HOLD",
+        operation_id="old-release",
+        actor_ref="user:x",
+        reason_code="PLACED_IN_ERROR",
+        outcome_class="APPLIED",
         applied_at=factories.ago(days=50),
     )
-    return {"instance": job_instance, "first": first, "second": second, "hold_row": hold_row}
+    return {
+        "instance": job_instance,
+        "first": first,
+        "second": second,
+        "hold_row": hold_row,
+    }
 
 
 def _table_counts() -> dict[str, int]:
@@ -190,8 +219,11 @@ def test_plan_lists_candidates_counts_and_digest(viewer_user: User) -> None:
         "deleted_job_instances": 1,
     }
     assert plan.digest == plan_digest(
-        job_name="nightly-import", statuses=("STOPPED", "FAILED", "COMPLETED", "ABANDONED"),
-        min_age_seconds=30 * 86400, batch=1000, candidates=plan.candidates,
+        job_name="nightly-import",
+        statuses=("STOPPED", "FAILED", "COMPLETED", "ABANDONED"),
+        min_age_seconds=30 * 86400,
+        batch=1000,
+        candidates=plan.candidates,
     )
     assert actions.parse_candidates(plan.candidates_text()) == plan.candidates
 
@@ -199,18 +231,22 @@ def test_plan_lists_candidates_counts_and_digest(viewer_user: User) -> None:
 def test_plan_skips_held_recent_running_other_jobs_and_other_statuses(
     viewer_user: User,
 ) -> None:
-    factories.execution("FAILED", job_instance=factories.instance(held=True),
-                        updated_at=factories.ago(**OLD))
+    factories.execution(
+        "FAILED",
+        job_instance=factories.instance(held=True),
+        updated_at=factories.ago(**OLD),
+    )
     factories.execution("FAILED", updated_at=factories.ago(days=2))
     busy = factories.instance()
     factories.execution("FAILED", job_instance=busy, updated_at=factories.ago(**OLD))
     factories.execution("STARTED", job_instance=busy)
-    factories.execution("FAILED", job_instance=factories.instance("other-job"),
-                        updated_at=factories.ago(**OLD))
-    stopped = factories.execution("STOPPED", updated_at=factories.ago(**OLD))
-    assert _plan(viewer_user).candidates == (
-        (stopped.job_instance_id, stopped.pk, 3),
+    factories.execution(
+        "FAILED",
+        job_instance=factories.instance("other-job"),
+        updated_at=factories.ago(**OLD),
     )
+    stopped = factories.execution("STOPPED", updated_at=factories.ago(**OLD))
+    assert _plan(viewer_user).candidates == ((stopped.job_instance_id, stopped.pk, 3),)
     assert _plan(viewer_user, statuses=["FAILED"]).candidates == ()
     assert len(_plan(viewer_user, min_age_seconds=86400).candidates) == 2
 
@@ -227,7 +263,9 @@ def test_plan_skips_held_recent_running_other_jobs_and_other_statuses(
         {"batch": "many"},
     ],
 )
-def test_plan_inputs_are_validated(viewer_user: User, kwargs: dict[str, object]) -> None:
+def test_plan_inputs_are_validated(
+    viewer_user: User, kwargs: dict[str, object]
+) -> None:
     arguments: dict[str, object] = {"job_name": "nightly-import", **kwargs}
     with pytest.raises(actions.InvalidRequest):
         actions.plan_purge(user=viewer_user, **arguments)  # type: ignore[arg-type]
@@ -235,8 +273,11 @@ def test_plan_inputs_are_validated(viewer_user: User, kwargs: dict[str, object])
 
 def test_apply_deletes_in_order_and_records_what_it_deleted(admin_user: User) -> None:
     history = _history()
-    survivor = factories.execution("COMPLETED", updated_at=factories.ago(**OLD),
-                                   job_instance=factories.instance(held=True))
+    survivor = factories.execution(
+        "COMPLETED",
+        updated_at=factories.ago(**OLD),
+        job_instance=factories.instance(held=True),
+    )
     plan = _plan(admin_user)
     before = _table_counts()
     with CaptureQueriesContext(connections[conf.database_alias()]) as captured:
@@ -249,10 +290,14 @@ def test_apply_deletes_in_order_and_records_what_it_deleted(admin_user: User) ->
     row = retention_row("APPLY_PURGE", "op-purge")
     assert {name: row[name] for name in COUNT_FIELDS} == deleted
     assert (row["job_instance_id"], row["plan_digest"], row["batch_bound"]) == (
-        None, plan.digest, 1000
+        None,
+        plan.digest,
+        1000,
     )
     assert (row["reason_code"], row["actor_ref"], row["outcome_class"]) == (
-        "RETENTION_POLICY", "user:administrator", "APPLIED"
+        "RETENTION_POLICY",
+        "user:administrator",
+        "APPLIED",
     )
     assert not ComponentState.objects.exists()
     assert JobExecution.objects.filter(pk=survivor.pk).exists()
@@ -281,9 +326,15 @@ def test_apply_deletes_in_order_and_records_what_it_deleted(admin_user: User) ->
 def test_restart_chain_keeps_a_referenced_attempt(admin_user: User) -> None:
     """Old FAILED attempt 1 restarted by recent attempt 2: attempt 1 stays."""
     job_instance = factories.instance()
-    first = factories.execution("FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD))
-    factories.execution("COMPLETED", job_instance=job_instance, restart_of=first,
-                        updated_at=factories.ago(days=1))
+    first = factories.execution(
+        "FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD)
+    )
+    factories.execution(
+        "COMPLETED",
+        job_instance=job_instance,
+        restart_of=first,
+        updated_at=factories.ago(days=1),
+    )
     plan = _plan(admin_user)
     assert plan.candidates == ()
     assert plan.left_out == (first.pk,)
@@ -295,18 +346,30 @@ def test_restart_chain_keeps_a_referenced_attempt(admin_user: User) -> None:
 def test_the_rule_is_transitive_and_follows_step_links(admin_user: User) -> None:
     """A kept attempt keeps what it references; flow and worker links count."""
     chain = factories.instance()
-    a1 = factories.execution("FAILED", job_instance=chain, updated_at=factories.ago(days=50))
-    a2 = factories.execution("FAILED", job_instance=chain, restart_of=a1,
-                             updated_at=factories.ago(**OLD))
-    factories.execution("COMPLETED", job_instance=chain, restart_of=a2,
-                        updated_at=factories.ago(days=1))
+    a1 = factories.execution(
+        "FAILED", job_instance=chain, updated_at=factories.ago(days=50)
+    )
+    a2 = factories.execution(
+        "FAILED", job_instance=chain, restart_of=a1, updated_at=factories.ago(**OLD)
+    )
+    factories.execution(
+        "COMPLETED", job_instance=chain, restart_of=a2, updated_at=factories.ago(days=1)
+    )
     flow = factories.instance()
-    source = factories.execution("FAILED", job_instance=flow, updated_at=factories.ago(**OLD))
-    later = factories.execution("COMPLETED", job_instance=flow, updated_at=factories.ago(days=1))
+    source = factories.execution(
+        "FAILED", job_instance=flow, updated_at=factories.ago(**OLD)
+    )
+    later = factories.execution(
+        "COMPLETED", job_instance=flow, updated_at=factories.ago(days=1)
+    )
     factories.flow_decision(later, source=factories.step(source, "FAILED"))
     worked = factories.instance()
-    worker_run = factories.execution("FAILED", job_instance=worked, updated_at=factories.ago(**OLD))
-    parent_run = factories.execution("COMPLETED", job_instance=worked, updated_at=factories.ago(days=1))
+    worker_run = factories.execution(
+        "FAILED", job_instance=worked, updated_at=factories.ago(**OLD)
+    )
+    parent_run = factories.execution(
+        "COMPLETED", job_instance=worked, updated_at=factories.ago(days=1)
+    )
     factories.partition(factories.step(parent_run), worker=factories.step(worker_run))
     plan = _plan(admin_user)
     assert plan.candidates == ()
@@ -315,9 +378,12 @@ def test_the_rule_is_transitive_and_follows_step_links(admin_user: User) -> None
 
 def test_a_reused_decision_is_detached_not_blocking(admin_user: User) -> None:
     job_instance = factories.instance()
-    old = factories.execution("FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD))
-    new = factories.execution("COMPLETED", job_instance=factories.instance(),
-                              updated_at=factories.ago(days=1))
+    old = factories.execution(
+        "FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD)
+    )
+    new = factories.execution(
+        "COMPLETED", job_instance=factories.instance(), updated_at=factories.ago(days=1)
+    )
     reused = factories.flow_decision(old)
     citing = factories.flow_decision(new, reused=reused)
     plan = _plan(admin_user)
@@ -347,8 +413,11 @@ def test_a_stale_plan_deletes_nothing(admin_user: User, change: str) -> None:
     if change == "version":
         JobExecution.objects.filter(pk=second.pk).update(version=9)  # type: ignore[attr-defined]
     elif change == "restart":
-        factories.execution("STARTING", job_instance=history["instance"],  # type: ignore[arg-type]
-                            restart_of=second)  # type: ignore[arg-type]
+        factories.execution(
+            "STARTING",
+            job_instance=history["instance"],  # type: ignore[arg-type]
+            restart_of=second,
+        )  # type: ignore[arg-type]
     else:
         StepPartition.objects.all().delete()
         ComponentState.objects.all().delete()
@@ -368,7 +437,9 @@ def test_purge_replay_compares_reason_and_digest(admin_user: User) -> None:
     first = _apply(admin_user, plan, "op-p")
     again = _apply(admin_user, plan, "op-p")
     assert (again.outcome, again.audit_id, again.counts) == (
-        "REPLAYED", first.audit_id, first.counts
+        "REPLAYED",
+        first.audit_id,
+        first.counts,
     )
     with pytest.raises(actions.OperationIdConflict):
         _apply(admin_user, plan, "op-p", reason="STORAGE_PRESSURE")
@@ -383,14 +454,21 @@ def test_a_plan_must_match_its_digest(admin_user: User) -> None:
     forged = plan.candidates[:1]
     with pytest.raises(actions.InvalidRequest):
         actions.apply_purge(
-            user=admin_user, criteria=plan.criteria, candidates=forged,
-            plan_digest_hex=plan.digest_hex, reason_code="RETENTION_POLICY",
+            user=admin_user,
+            criteria=plan.criteria,
+            candidates=forged,
+            plan_digest_hex=plan.digest_hex,
+            reason_code="RETENTION_POLICY",
             operation_id="op-f",
         )
     with pytest.raises(actions.InvalidRequest):
         actions.apply_purge(
-            user=admin_user, criteria=plan.criteria, candidates=plan.candidates,
-            plan_digest_hex="zz", reason_code="RETENTION_POLICY", operation_id="op-f",
+            user=admin_user,
+            criteria=plan.criteria,
+            candidates=plan.candidates,
+            plan_digest_hex="zz",
+            reason_code="RETENTION_POLICY",
+            operation_id="op-f",
         )
     assert JobExecution.objects.filter(pk=history["first"].pk).exists()  # type: ignore[attr-defined]
 
@@ -401,14 +479,19 @@ def test_a_hand_made_candidate_list_cannot_purge_recent_rows(admin_user: User) -
     criteria = actions.PurgeCriteria.validated(job_name="nightly-import")
     candidates = ((recent.job_instance_id, recent.pk, 3),)
     digest = plan_digest(
-        job_name="nightly-import", statuses=criteria.statuses,
-        min_age_seconds=criteria.min_age_seconds, batch=criteria.batch,
+        job_name="nightly-import",
+        statuses=criteria.statuses,
+        min_age_seconds=criteria.min_age_seconds,
+        batch=criteria.batch,
         candidates=candidates,
     )
     with pytest.raises(actions.PlanStale):
         actions.apply_purge(
-            user=admin_user, criteria=criteria, candidates=candidates,
-            plan_digest_hex=digest.hex(), reason_code="RETENTION_POLICY",
+            user=admin_user,
+            criteria=criteria,
+            candidates=candidates,
+            plan_digest_hex=digest.hex(),
+            reason_code="RETENTION_POLICY",
             operation_id="op-hand",
         )
     assert JobExecution.objects.filter(pk=recent.pk).exists()

@@ -50,13 +50,15 @@ def role_aliases(transactional_db: None) -> Iterator[dict[str, str]]:
     aliases = {OPERATOR_ROLE: "bb_operator", RETENTION_ROLE: "bb_retention"}
     with default.cursor() as cursor:
         for role, grants in GRANTS.items():
-            cursor.execute(
-                "SELECT 1 FROM pg_roles WHERE rolname = %s", [role]
-            )
+            cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [role])
             if cursor.fetchone() is None:
-                cursor.execute(f"CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE")
+                cursor.execute(
+                    f"CREATE ROLE {role} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE"
+                )
             cursor.execute(f"GRANT USAGE ON SCHEMA oxide_batch TO {role}")
-            cursor.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA oxide_batch TO {role}")
+            cursor.execute(
+                f"GRANT SELECT ON ALL TABLES IN SCHEMA oxide_batch TO {role}"
+            )
             cursor.execute(
                 f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA oxide_batch TO {role}"
             )
@@ -92,30 +94,56 @@ def test_each_writing_class_works_as_its_role(
     stale = factories.execution("UNKNOWN")
     old = factories.execution("COMPLETED", updated_at=factories.ago(days=40))
     with override_settings(BATCHBOARD={"ACTION_DATABASES": role_aliases}):
-        assert actions.stop_execution(
-            user=admin_user, execution_id=running.pk, expected_version=3,
-            operation_id="op-stop",
-        ).outcome == "APPLIED"
-        assert actions.abandon_execution(
-            user=admin_user, execution_id=failed.pk, expected_version=3,
-            reason_code="OPERATOR_DECISION", operation_id="op-ab",
-        ).outcome == "APPLIED"
+        assert (
+            actions.stop_execution(
+                user=admin_user,
+                execution_id=running.pk,
+                expected_version=3,
+                operation_id="op-stop",
+            ).outcome
+            == "APPLIED"
+        )
+        assert (
+            actions.abandon_execution(
+                user=admin_user,
+                execution_id=failed.pk,
+                expected_version=3,
+                reason_code="OPERATOR_DECISION",
+                operation_id="op-ab",
+            ).outcome
+            == "APPLIED"
+        )
         proposal = actions.propose(stale.pk)
-        assert actions.recover_execution(
-            user=admin_user, execution_id=stale.pk, expected_version=3,
-            evidence_digest=proposal.digest, unknown_commit=True,
-            directive=actions.Directive.abandon(), reason_code="HOST_LOST",
-            operation_id="op-rec",
-        ).outcome == "APPLIED"
-        assert actions.place_hold(
-            user=admin_user, instance_id=running.job_instance_id,
-            reason_code="AUDIT", operation_id="op-hold",
-        ).outcome == "APPLIED"
+        assert (
+            actions.recover_execution(
+                user=admin_user,
+                execution_id=stale.pk,
+                expected_version=3,
+                evidence_digest=proposal.digest,
+                unknown_commit=True,
+                directive=actions.Directive.abandon(),
+                reason_code="HOST_LOST",
+                operation_id="op-rec",
+            ).outcome
+            == "APPLIED"
+        )
+        assert (
+            actions.place_hold(
+                user=admin_user,
+                instance_id=running.job_instance_id,
+                reason_code="AUDIT",
+                operation_id="op-hold",
+            ).outcome
+            == "APPLIED"
+        )
         plan = actions.plan_purge(user=admin_user, job_name="nightly-import")
         assert old.pk in [e for _i, e, _v in plan.candidates]
         result = actions.apply_purge(
-            user=admin_user, criteria=plan.criteria, candidates=plan.candidates,
-            plan_digest_hex=plan.digest_hex, reason_code="RETENTION_POLICY",
+            user=admin_user,
+            criteria=plan.criteria,
+            candidates=plan.candidates,
+            plan_digest_hex=plan.digest_hex,
+            reason_code="RETENTION_POLICY",
             operation_id="op-purge",
         )
         assert result.outcome == "APPLIED"
@@ -130,12 +158,17 @@ def test_the_operator_role_cannot_purge(
     old = factories.execution("COMPLETED", updated_at=factories.ago(days=40))
     plan = actions.plan_purge(user=admin_user, job_name="nightly-import")
     wrong = {"RETENTION": role_aliases["OPERATOR"]}
-    with override_settings(BATCHBOARD={"ACTION_DATABASES": wrong}):
-        with pytest.raises(actions.ConcurrentModification):
-            actions.apply_purge(
-                user=admin_user, criteria=plan.criteria, candidates=plan.candidates,
-                plan_digest_hex=plan.digest_hex, reason_code="RETENTION_POLICY",
-                operation_id="op-denied",
-            )
+    with (
+        override_settings(BATCHBOARD={"ACTION_DATABASES": wrong}),
+        pytest.raises(actions.ConcurrentModification),
+    ):
+        actions.apply_purge(
+            user=admin_user,
+            criteria=plan.criteria,
+            candidates=plan.candidates,
+            plan_digest_hex=plan.digest_hex,
+            reason_code="RETENTION_POLICY",
+            operation_id="op-denied",
+        )
     assert JobExecution.objects.filter(pk=old.pk).exists()
     assert not RetentionAction.objects.exists()

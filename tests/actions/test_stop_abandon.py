@@ -62,7 +62,9 @@ def _check_row(action: str, op: str, expected: dict[str, Any]) -> None:
     assert abs(timezone.now() - requested_at) < dt.timedelta(minutes=1)
 
 
-def _stop(user: User, execution: JobExecution, op: str, version: int | None = None) -> Any:
+def _stop(
+    user: User, execution: JobExecution, op: str, version: int | None = None
+) -> Any:
     return actions.stop_execution(
         user=user,
         execution_id=execution.pk,
@@ -89,8 +91,15 @@ def test_stop_records_a_stop_request_without_bumping_the_version(
         "STOP",
         "op-stop",
         _expected_row(
-            "STOP", execution, "op-stop", version=3, reason=None, prior=status,
-            result=status, code=None, instance_id=execution.job_instance_id,
+            "STOP",
+            execution,
+            "op-stop",
+            version=3,
+            reason=None,
+            prior=status,
+            result=status,
+            code=None,
+            instance_id=execution.job_instance_id,
             auth="LIFECYCLE",
         ),
     )
@@ -113,8 +122,15 @@ def test_stop_of_a_stopping_or_finished_execution_is_an_applied_no_op(
         "STOP",
         "op-noop",
         _expected_row(
-            "STOP", execution, "op-noop", version=99, reason=None, prior=status,
-            result=status, code=None, instance_id=execution.job_instance_id,
+            "STOP",
+            execution,
+            "op-noop",
+            version=99,
+            reason=None,
+            prior=status,
+            result=status,
+            code=None,
+            instance_id=execution.job_instance_id,
             auth="LIFECYCLE",
         ),
     )
@@ -136,8 +152,16 @@ def test_stop_rejections_are_audited(
         "STOP",
         "op-rej",
         _expected_row(
-            "STOP", execution, "op-rej", version=version, reason=None, prior=None,
-            result=None, code=code, instance_id=None, auth="LIFECYCLE",
+            "STOP",
+            execution,
+            "op-rej",
+            version=version,
+            reason=None,
+            prior=None,
+            result=None,
+            code=code,
+            instance_id=None,
+            auth="LIFECYCLE",
         ),
     )
 
@@ -154,13 +178,20 @@ def test_stop_of_a_missing_execution_is_refused_unaudited(admin_user: User) -> N
 
 def test_stop_digest_is_the_golden_vector(admin_user: User) -> None:
     """STOP of execution 42 at version 3 records the digest of spec 8.2."""
-    assert request_digest(
-        action="STOP", target="execution:42", expected_version=3, reason_code=None
-    ).hex() == "82788f21a6fc659f71d70568b47968b0a9073a38d477f6b4edca491db2a294e5"
+    assert (
+        request_digest(
+            action="STOP", target="execution:42", expected_version=3, reason_code=None
+        ).hex()
+        == "82788f21a6fc659f71d70568b47968b0a9073a38d477f6b4edca491db2a294e5"
+    )
 
 
 def _abandon(
-    user: User, execution: JobExecution, op: str, *, version: int | None = None,
+    user: User,
+    execution: JobExecution,
+    op: str,
+    *,
+    version: int | None = None,
     reason: str = "OPERATOR_DECISION",
 ) -> Any:
     return actions.abandon_execution(
@@ -191,9 +222,16 @@ def test_abandon_transitions_and_keeps_failure_and_end(
         "ABANDON",
         "op-ab",
         _expected_row(
-            "ABANDON", execution, "op-ab", version=3, reason="OPERATOR_DECISION",
-            prior=status, result="ABANDONED", code=None,
-            instance_id=execution.job_instance_id, auth="DESTRUCTIVE",
+            "ABANDON",
+            execution,
+            "op-ab",
+            version=3,
+            reason="OPERATOR_DECISION",
+            prior=status,
+            result="ABANDONED",
+            code=None,
+            instance_id=execution.job_instance_id,
+            auth="DESTRUCTIVE",
         ),
     )
 
@@ -210,9 +248,16 @@ def test_abandon_of_unknown_after_a_recovery_decision(admin_user: User) -> None:
         "ABANDON",
         "op-unk",
         _expected_row(
-            "ABANDON", execution, "op-unk", version=3, reason="OPERATOR_DECISION",
-            prior="UNKNOWN", result="ABANDONED", code=None,
-            instance_id=execution.job_instance_id, auth="DESTRUCTIVE",
+            "ABANDON",
+            execution,
+            "op-unk",
+            version=3,
+            reason="OPERATOR_DECISION",
+            prior="UNKNOWN",
+            result="ABANDONED",
+            code=None,
+            instance_id=execution.job_instance_id,
+            auth="DESTRUCTIVE",
         ),
     )
 
@@ -226,9 +271,16 @@ def test_abandon_of_abandoned_is_an_applied_no_op(admin_user: User) -> None:
         "ABANDON",
         "op-again",
         _expected_row(
-            "ABANDON", execution, "op-again", version=0, reason="OPERATOR_DECISION",
-            prior="ABANDONED", result="ABANDONED", code=None,
-            instance_id=execution.job_instance_id, auth="DESTRUCTIVE",
+            "ABANDON",
+            execution,
+            "op-again",
+            version=0,
+            reason="OPERATOR_DECISION",
+            prior="ABANDONED",
+            result="ABANDONED",
+            code=None,
+            instance_id=execution.job_instance_id,
+            auth="DESTRUCTIVE",
         ),
     )
 
@@ -256,9 +308,16 @@ def test_abandon_rejections_are_audited(
         "ABANDON",
         "op-rej",
         _expected_row(
-            "ABANDON", execution, "op-rej", version=version,
-            reason="OPERATOR_DECISION", prior=None, result=None, code=code,
-            instance_id=None, auth="DESTRUCTIVE",
+            "ABANDON",
+            execution,
+            "op-rej",
+            version=version,
+            reason="OPERATOR_DECISION",
+            prior=None,
+            result=None,
+            code=code,
+            instance_id=None,
+            auth="DESTRUCTIVE",
         ),
     )
 
@@ -266,8 +325,11 @@ def test_abandon_rejections_are_audited(
 def test_abandon_of_a_missing_execution_is_refused_unaudited(admin_user: User) -> None:
     with pytest.raises(actions.TargetNotFound):
         actions.abandon_execution(
-            user=admin_user, execution_id=4242, expected_version=0,
-            reason_code="OPERATOR_DECISION", operation_id="op-x",
+            user=admin_user,
+            execution_id=4242,
+            expected_version=0,
+            reason_code="OPERATOR_DECISION",
+            operation_id="op-x",
         )
     assert not OperatorRequest.objects.exists()
 

@@ -10,7 +10,12 @@ from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from batchboard.models import JobExecution, JobInstance, OperatorRequest, RetentionAction
+from batchboard.models import (
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RetentionAction,
+)
 from tests.actions import factories
 
 pytestmark = [
@@ -33,16 +38,46 @@ def _form(html: str) -> dict[str, str]:
     return dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html))
 
 
-def _endpoints(execution: JobExecution, instance: JobInstance) -> list[tuple[str, str, str]]:
+def _endpoints(
+    execution: JobExecution, instance: JobInstance
+) -> list[tuple[str, str, str]]:
     """Return (url, required class permission, method) for every action."""
     return [
-        (reverse("batchboard:action_stop", args=[execution.pk]), "operate_lifecycle", "GET"),
-        (reverse("batchboard:action_stop", args=[execution.pk]), "operate_lifecycle", "POST"),
-        (reverse("batchboard:action_abandon", args=[execution.pk]), "operate_destructive", "GET"),
-        (reverse("batchboard:action_abandon", args=[execution.pk]), "operate_destructive", "POST"),
-        (reverse("batchboard:action_recover", args=[execution.pk]), "operate_destructive", "POST"),
-        (reverse("batchboard:action_hold", args=[instance.pk]), "operate_destructive", "POST"),
-        (reverse("batchboard:action_release", args=[instance.pk]), "operate_destructive", "POST"),
+        (
+            reverse("batchboard:action_stop", args=[execution.pk]),
+            "operate_lifecycle",
+            "GET",
+        ),
+        (
+            reverse("batchboard:action_stop", args=[execution.pk]),
+            "operate_lifecycle",
+            "POST",
+        ),
+        (
+            reverse("batchboard:action_abandon", args=[execution.pk]),
+            "operate_destructive",
+            "GET",
+        ),
+        (
+            reverse("batchboard:action_abandon", args=[execution.pk]),
+            "operate_destructive",
+            "POST",
+        ),
+        (
+            reverse("batchboard:action_recover", args=[execution.pk]),
+            "operate_destructive",
+            "POST",
+        ),
+        (
+            reverse("batchboard:action_hold", args=[instance.pk]),
+            "operate_destructive",
+            "POST",
+        ),
+        (
+            reverse("batchboard:action_release", args=[instance.pk]),
+            "operate_destructive",
+            "POST",
+        ),
         (reverse("batchboard:purge_apply"), "operate_destructive", "POST"),
     ]
 
@@ -67,7 +102,9 @@ def test_each_class_is_enforced_on_the_server(
             if user.has_perm(f"batchboard.{codename}"):
                 continue
             response = (
-                client.get(url) if method == "GET" else client.post(url, _post_data(execution))
+                client.get(url)
+                if method == "GET"
+                else client.post(url, _post_data(execution))
             )
             assert response.status_code == 403, (user, url, method)
             assert "authorization class" in response.content.decode()
@@ -163,7 +200,9 @@ def test_operator_errors_are_messages_not_tracebacks(admin_user: User) -> None:
     execution = factories.execution("FAILED")
     client = _client(admin_user)
     url = reverse("batchboard:action_abandon", args=[execution.pk])
-    bad = client.post(url, {"operation_id": "op", "expected_version": "x", "reason_code": "HOST_LOST"})
+    bad = client.post(
+        url, {"operation_id": "op", "expected_version": "x", "reason_code": "HOST_LOST"}
+    )
     assert bad.status_code == 200
     assert "must be numbers" in bad.content.decode()
     missing = client.get(reverse("batchboard:action_abandon", args=[999999]))
@@ -196,7 +235,9 @@ def test_buttons_appear_only_for_their_class(
     assert "Abandon…" in _buttons(template, admin_user, execution=failed)
     assert "Stop…" not in _buttons(template, admin_user, execution=failed)
     instance_template = "batchboard/actions/instance_buttons.html"
-    assert "hold" not in _buttons(instance_template, operator_user, instance=held).lower()
+    assert (
+        "hold" not in _buttons(instance_template, operator_user, instance=held).lower()
+    )
     admin_html = _buttons(instance_template, admin_user, instance=held)
     assert "Replace hold…" in admin_html and "Release hold…" in admin_html
     row_template = "batchboard/actions/row_buttons.html"
@@ -221,7 +262,9 @@ def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -
         "failure_id": "12",
         "reason_code": "HOST_LOST",
     }
-    done = client.post(reverse("batchboard:action_recover", args=[execution.pk]), form, headers=HTMX)
+    done = client.post(
+        reverse("batchboard:action_recover", args=[execution.pk]), form, headers=HTMX
+    )
     assert "APPLIED" in done.content.decode()
     assert JobExecution.objects.get(pk=execution.pk).failure_id == 12
     stale = client.post(
@@ -235,14 +278,23 @@ def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -
 def test_the_panel_stays_quiet_for_finished_executions(viewer_user: User) -> None:
     execution = factories.execution("COMPLETED")
     url = reverse("batchboard:recovery_proposal", args=[execution.pk])
-    assert _client(viewer_user).get(url + "?panel=1", headers=HTMX).content.decode().strip() == ""
+    assert (
+        _client(viewer_user)
+        .get(url + "?panel=1", headers=HTMX)
+        .content.decode()
+        .strip()
+        == ""
+    )
 
 
 def test_hold_and_release_from_the_dashboard(admin_user: User) -> None:
     instance = factories.instance()
     client = _client(admin_user, csrf=True)
     url = reverse("batchboard:action_hold", args=[instance.pk])
-    form = {**_form(client.get(url, headers=HTMX).content.decode()), "reason_code": "AUDIT"}
+    form = {
+        **_form(client.get(url, headers=HTMX).content.decode()),
+        "reason_code": "AUDIT",
+    }
     assert "APPLIED" in client.post(url, form, headers=HTMX).content.decode()
     assert JobInstance.objects.get(pk=instance.pk).hold_reason == "AUDIT"
     url = reverse("batchboard:action_release", args=[instance.pk])
@@ -263,7 +315,9 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
         data.setdefault(name, []).append(value)
     data["reason_code"] = ["RETENTION_POLICY"]
     JobExecution.objects.filter(pk=old.pk).update(version=9)
-    stale = client.post(reverse("batchboard:purge_apply"), data, headers=HTMX).content.decode()
+    stale = client.post(
+        reverse("batchboard:purge_apply"), data, headers=HTMX
+    ).content.decode()
     assert "Nothing was deleted" in stale
     assert JobExecution.objects.filter(pk=old.pk).exists()
     page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
@@ -273,7 +327,9 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
     ):
         data.setdefault(name, []).append(value)
     data["reason_code"] = ["RETENTION_POLICY"]
-    done = client.post(reverse("batchboard:purge_apply"), data, headers=HTMX).content.decode()
+    done = client.post(
+        reverse("batchboard:purge_apply"), data, headers=HTMX
+    ).content.decode()
     assert "APPLIED" in done and "deleted_job_executions" in done
     assert not JobExecution.objects.filter(pk=old.pk).exists()
 
@@ -290,7 +346,10 @@ def test_ids_beyond_bigint_are_not_found_not_database_errors(admin_user: User) -
     client = _client(admin_user)
     huge = 2**63
     assert client.get(reverse("batchboard:action_stop", args=[huge])).status_code == 404
-    assert client.get(reverse("batchboard:recovery_proposal", args=[huge])).status_code == 404
+    assert (
+        client.get(reverse("batchboard:recovery_proposal", args=[huge])).status_code
+        == 404
+    )
     held = client.post(
         reverse("batchboard:action_hold", args=[huge]),
         {"operation_id": "op", "reason_code": "AUDIT"},

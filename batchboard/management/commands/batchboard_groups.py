@@ -62,4 +62,6 @@ class Command(BaseCommand):
                 group, created = Group.objects.get_or_create(name=name)
                 group.permissions.set([found[code] for code in codes])
                 verb = "Created" if created else "Reset"
-                self.stdout.write(f"{verb} group {name!r} with {len(codes)} permissions.")
+                self.stdout.write(
+                    f"{verb} group {name!r} with {len(codes)} permissions."
+                )
