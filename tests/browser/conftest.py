@@ -42,13 +42,20 @@ def browser() -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     # Playwright's sync API runs an event loop in this thread; the tests'
     # own ORM calls are still synchronous, so Django's guard is relaxed here.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=ARGS
-        )
-        yield launched
-        launched.close()
+    try:
+        with sync_api.sync_playwright() as playwright:
+            launched = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=ARGS
+            )
+            yield launched
+            launched.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
