@@ -452,7 +452,8 @@ def recover_execution(
         evidence_digest=bytes(evidence_digest),
         unknown_commit=bool(unknown_commit),
         category=directive.category,
-        failure_id=directive.failure_id,
+        # validated() made it an int (or None for abandon).
+        failure_id=None if directive.failure_id is None else int(directive.failure_id),
     )
     actor = envelope.actor_ref_for(user)
     request = Request(
