@@ -287,6 +287,13 @@ class Seeder:
         self, instance: _Instance, moment: datetime, launched: JobExecution | None
     ) -> None:
         spec = instance.spec
+        if launched is None and instance.attempts == 0 and self.rng.random() < 0.02:
+            # Now and then someone launches a run from the console.
+            revision = self.revision(spec, moment)
+            outcome = self.operators[2].launch(
+                spec.name, instance.parameters, Definition(revision.name, spec.manifest(revision))
+            )
+            launched = outcome.execution
         track = _Track(self, moment)
         on_commit = None
         if instance.scenario == "stop" and instance.attempts == 0:

@@ -108,13 +108,13 @@ def _fingerprint() -> str:
 
 def test_the_same_seed_and_clock_write_the_same_rows() -> None:
     wipe(restart_ids=True)
-    seed.seed(instances=25, seed=9, now=NOW)
+    seed.seed(instances=15, seed=9, now=NOW)
     first = _fingerprint()
     wipe(restart_ids=True)
-    seed.seed(instances=25, seed=9, now=NOW)
+    seed.seed(instances=15, seed=9, now=NOW)
     assert _fingerprint() == first
     wipe(restart_ids=True)
-    seed.seed(instances=25, seed=10, now=NOW)
+    seed.seed(instances=15, seed=10, now=NOW)
     assert _fingerprint() != first
 
 
