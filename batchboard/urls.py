@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from batchboard import views
+from batchboard import action_urls, views
 
 register_converter(views.JobNameConverter, "batchboard_job_name")
 
@@ -54,4 +54,6 @@ urlpatterns = [
     ),
     path("unresolved/", views.unresolved, name="unresolved"),
     path("jump/", views.jump, name="jump"),
+    # Operator actions live beside the pages they act on (same namespace).
+    *action_urls.urlpatterns,
 ]
