@@ -48,12 +48,27 @@ def _attached_env(metadata: str, default_url: str) -> dict[str, str]:
 def test_migrate_leaves_a_separate_metadata_database_untouched(
     oxide_batch_database: str, tmp_path: Path
 ) -> None:
-    """migrate with the metadata elsewhere changes nothing in its catalog."""
+    """migrate with Django's tables in SQLite changes nothing in the catalog."""
     before = _catalog(oxide_batch_database)
     env = _attached_env(oxide_batch_database, f"sqlite:///{tmp_path}/site.sqlite3")
     result = manage("migrate", "--no-input", env=env)
     assert result.returncode == 0, result.output
     assert "Applying auth.0001_initial" in result.stdout
+    assert _catalog(oxide_batch_database) == before
+
+
+def test_migrate_with_both_databases_on_postgresql(oxide_batch_database: str) -> None:
+    """The production layout: Django's tables in one database, metadata in another."""
+    before = _catalog(oxide_batch_database)
+    with scratch_database("site") as site:
+        env = _attached_env(oxide_batch_database, url_for(site))
+        result = manage("migrate", "--no-input", env=env)
+        assert result.returncode == 0, result.output
+        created = {relation[1] for relation in _catalog(site)["relations"]}
+        login = manage("batchboard_demo_login", env={**env, "BATCHBOARD_DEMO": "1"})
+        assert login.returncode == 0, login.output
+    assert "django_migrations" in created
+    assert "auth_permission" in created
     assert _catalog(oxide_batch_database) == before
 
 
