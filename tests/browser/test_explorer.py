@@ -124,3 +124,25 @@ def test_running_counters_update_and_polling_stops_when_finished(
     assert not [
         url for url in requests if "/live/" in url or "/row/" in url or "after=" in url
     ]
+
+
+def test_hidden_tab_does_not_poll(page: Any, live_server: Any) -> None:
+    factories.definition("stream")
+    instance = factories.instance("stream")
+    execution = factories.execution(instance, "STARTED")
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/executions/{execution.pk}/")
+    polls: list[str] = []
+    page.on("request", lambda request: polls.append(request.url) if "/live/" in request.url else None)
+    page.evaluate(
+        "Object.defineProperty(document, 'visibilityState', "
+        "{value: 'hidden', configurable: true})"
+    )
+    page.wait_for_timeout(2500)
+    assert polls == []
+    page.evaluate(
+        "Object.defineProperty(document, 'visibilityState', "
+        "{value: 'visible', configurable: true})"
+    )
+    page.wait_for_timeout(2500)
+    assert polls
