@@ -84,6 +84,7 @@ def _column(database: str, role: str, table: str, column: str) -> bool:
 def test_explorer_reads_everything_and_writes_nothing(
     roles: tuple[str, dict[str, str]],
 ) -> None:
+    """SELECT on all twelve tables; no INSERT, UPDATE or DELETE anywhere."""
     database, names = roles
     role = names["explorer"]
     for table in schema.TABLE_NAMES:
@@ -100,6 +101,7 @@ def test_explorer_reads_everything_and_writes_nothing(
 def test_operator_moves_executions_but_never_owner_tokens(
     roles: tuple[str, dict[str, str]],
 ) -> None:
+    """Audit inserts and state columns only; owner_token stays out of reach."""
     database, names = roles
     role = names["operator"]
     assert _table(database, role, "ob_operator_request", "INSERT")
@@ -114,6 +116,7 @@ def test_operator_moves_executions_but_never_owner_tokens(
 
 
 def test_retention_holds_and_purges_only(roles: tuple[str, dict[str, str]]) -> None:
+    """Hold columns, purge deletes and retention audit; nothing else."""
     database, names = roles
     role = names["retention"]
     assert _table(database, role, "ob_retention_action", "INSERT")
