@@ -17,6 +17,7 @@ app_name = "batchboard"
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("attention/", views.attention, name="attention"),
     path("jobs/<batchboard_job_name:job_name>/", views.job, name="job"),
     path("instances/<int:instance_id>/", views.instance, name="instance"),
     path("executions/", views.executions, name="executions"),

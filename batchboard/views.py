@@ -386,17 +386,36 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
         next_url=_next_url(request, page),
     )
     if page.first and not _wants_fragment(request):
-        stale_seconds = int(conf.get_config()["STALE_SECONDS"])
-        stale = queries.unresolved(stale_seconds, queries.ATTENTION_LIMIT)
-        links.executions(stale.rows)
-        context["stale"] = stale
-        context["stale_seconds"] = stale_seconds
-        context["failures"] = links.executions(queries.recent_failures())
+        context.update(_attention(links))
     return _list_response(
         request,
         "batchboard/index.html",
         context,
         "batchboard/partials/job_rows.html",
+    )
+
+
+def _attention(links: _Links) -> dict[str, Any]:
+    """Return what needs attention: stale unresolved runs and recent failures."""
+    stale_seconds = int(conf.get_config()["STALE_SECONDS"])
+    stale = queries.unresolved(stale_seconds, queries.ATTENTION_LIMIT)
+    links.executions(stale.rows)
+    return {
+        "stale": stale,
+        "stale_seconds": stale_seconds,
+        "failures": links.executions(queries.recent_failures()),
+    }
+
+
+@explorer_view(VIEW_OVERVIEW)
+def attention(request: HtmxHttpRequest) -> HttpResponse:
+    """Return the overview's "needs attention" panel (polled while runs are stuck)."""
+    if not _wants_fragment(request):
+        return HttpResponseRedirect(reverse("batchboard:index"))
+    return render(
+        request,
+        "batchboard/partials/attention.html",
+        _base_context(request, **_attention(_Links())),
     )
 
 

@@ -189,3 +189,18 @@ def test_step_watcher_rejects_a_bad_position(reader: Client, history: History) -
     url = reverse("batchboard:execution", args=[history.restart.pk])
     assert reader.get(f"{url}?after=x", **HTMX).status_code == 400
     assert reader.get("/executions/999999/?after=1", **HTMX).status_code == 404
+
+
+def test_attention_panel_polls_while_something_is_stuck(
+    reader: Client, history: History
+) -> None:
+    from tests import factories
+
+    url = reverse("batchboard:attention")
+    assert reader.get(url).status_code == 302
+    stuck = reader.get(url, **HTMX).content.decode()
+    assert "<html" not in stuck
+    assert f"#{history.restart.pk}" in stuck and 'hx-trigger="every' in stuck
+    factories.advance(history.restart, "FAILED")
+    calm = reader.get(url, **HTMX).content.decode()
+    assert "Nothing is stuck." in calm and "hx-trigger" not in calm

@@ -101,6 +101,7 @@ def secret_history(db: None) -> dict[str, int]:
 def _urls(ids: dict[str, int]) -> list[str]:
     return [
         reverse("batchboard:index"),
+        reverse("batchboard:attention"),
         reverse("batchboard:job", args=["secret-job"]),
         reverse("batchboard:instance", args=[ids["instance"]]),
         reverse("batchboard:executions"),
