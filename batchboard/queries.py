@@ -251,13 +251,16 @@ def _assemble(
 
     A next cursor is issued when the page is full or was truncated and at
     least one row is kept, so a final full page leads to an empty page.
+    oxide-batch answers ``ResponseTooLarge`` when the first row alone is
+    over the bound; a page here always keeps its first row instead, so such
+    a row is shown (and paged past) rather than hiding the rest of the list.
     """
     kept: list[dict[str, Any]] = []
     total = 0
     truncated = False
     for row in rows:
         total += estimate(row)
-        if total > MAX_RESPONSE_BYTES:
+        if total > MAX_RESPONSE_BYTES and kept:
             truncated = True
             break
         kept.append(row)

@@ -266,3 +266,17 @@ def test_steps_of_another_execution_never_leak(many: dict[str, Any]) -> None:
     other = many["executions"][0]
     assert queries.steps(other.pk, 50).rows == []
     assert StepExecution.objects.filter(job_execution=many["parent"]).count() == 11
+
+
+def test_a_row_over_the_response_bound_is_still_listed(db: None) -> None:
+    """A single instance beyond 256 KiB of estimate is shown, then paged past."""
+    from batchboard.digests import JobParameter
+
+    huge = {f"{'q' * 120}{index:04d}": JobParameter.u64(index) for index in range(1900)}
+    small = factories.instance("huge")
+    big = factories.instance("huge", huge)
+    first = queries.instances("huge", 5)
+    assert [row["id"] for row in first.rows] == [big.pk]
+    assert first.truncated and first.next_cursor
+    second = queries.instances("huge", 5, first.next_cursor)
+    assert [row["id"] for row in second.rows] == [small.pk]
