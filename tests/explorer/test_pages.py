@@ -204,3 +204,14 @@ def test_attention_panel_polls_while_something_is_stuck(
     factories.advance(history.restart, "FAILED")
     calm = reader.get(url, **HTMX).content.decode()
     assert "Nothing is stuck." in calm and "hx-trigger" not in calm
+
+
+def test_job_page_shortens_long_parameter_lists(reader: Client, db: None) -> None:
+    from batchboard.digests import JobParameter
+    from tests import factories
+
+    factories.definition("wide")
+    factories.instance("wide", {f"p{index:02d}": JobParameter.u64(index) for index in range(11)})
+    body = reader.get(reverse("batchboard:job", args=["wide"])).content.decode()
+    assert "p07" in body and "p08" not in body
+    assert "+3 more" in body
