@@ -74,3 +74,18 @@ def test_bulk_command_prints_rows_and_rate() -> None:
     call_command("batchboard_seed", "--bulk", "--executions", "50", stdout=out)
     assert "50 executions" in out.getvalue()
     assert "executions/s" in out.getvalue()
+
+
+def test_bulk_load_can_leave_out_flow_decisions() -> None:
+    report = bulk.bulk_load(200, seed=5, now=NOW, workers=3, flow_decisions=False)
+    assert report.flow_decisions == 0
+    assert not FlowDecision.objects.exists()
+    assert StepExecution.objects.count() == report.steps > 0
+    assert check_history() == []
+
+
+def test_bulk_load_refuses_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        bulk.bulk_load(0, now=NOW)
+    with pytest.raises(ValueError, match="workers"):
+        bulk.bulk_load(10, now=NOW, workers=0)

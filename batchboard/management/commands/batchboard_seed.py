@@ -38,6 +38,17 @@ class Command(BaseCommand):
             help="Append finished executions in bulk (COPY on PostgreSQL).",
         )
         parser.add_argument(
+            "--no-flow-decisions",
+            action="store_true",
+            help="Bulk mode: leave out flow decisions (executions and steps only).",
+        )
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=2,
+            help="Bulk mode on PostgreSQL: parallel COPY connections (default 2).",
+        )
+        parser.add_argument(
             "--executions",
             type=int,
             default=None,
@@ -48,17 +59,19 @@ class Command(BaseCommand):
         if options["bulk"]:
             if options["instances"] is not None:
                 raise CommandError("--instances applies to demo seeding, not --bulk.")
-            self._bulk(
-                options["executions"] or 100_000, options["seed"], options["verbosity"]
-            )
+            self._bulk(options)
             return
         if options["executions"] is not None:
             raise CommandError("--executions applies only with --bulk.")
         self._seed(options)
 
-    def _bulk(self, executions: int, seed: int, verbosity: int) -> None:
+    def _bulk(self, options: dict[str, Any]) -> None:
+        executions = options["executions"] or 100_000
+        verbosity = options["verbosity"]
         if executions < 1:
             raise CommandError("--executions must be at least 1.")
+        if not 1 <= options["workers"] <= 8:
+            raise CommandError("--workers must be between 1 and 8.")
 
         def progress(report: bulk.BulkReport) -> None:
             if verbosity >= 2:
@@ -66,7 +79,13 @@ class Command(BaseCommand):
                     f"  {report.executions} executions, {report.rate:,.0f}/s"
                 )
 
-        report = bulk.bulk_load(executions, seed=seed, progress=progress)
+        report = bulk.bulk_load(
+            executions,
+            seed=options["seed"],
+            workers=options["workers"],
+            flow_decisions=not options["no_flow_decisions"],
+            progress=progress,
+        )
         self.stdout.write(
             f"Loaded {report.rows:,} rows: {report.instances:,} instances, "
             f"{report.executions:,} executions, {report.steps:,} steps, "
