@@ -639,12 +639,16 @@ def recent_executions(
     status: str, job_name: str, page_size: int, token: str | None = None
 ) -> Page:
     """
-    Return executions across all jobs, newest (highest id) first.
+    Return executions across all jobs, newest first.
 
-    Unfiltered, the primary key serves the order; a status filter is served
-    by ``(status, updated_at, id)`` or the primary key, whichever the planner
-    finds cheaper for that status; a job filter by the ``(job_name, id DESC)``
-    instance index joined to ``(job_instance_id, attempt DESC)``.
+    Unfiltered or by status, the order is the execution id (descending),
+    served by the primary key or, for a rare status, by
+    ``(status, updated_at, id)``. With a job filter the order is the
+    instance (newest first), then the attempt (latest first): that order is
+    what the ``(job_name, id DESC)`` instance index and each instance's
+    ``(job_instance_id, attempt DESC)`` index yield, so a page costs the
+    same for a busy job, a rare one and a page deep in history. Its key is
+    ``Ordered(instance id, attempt)``, both immutable.
     """
     window = _window(cursors.recent_executions(status, job_name), page_size, token)
     queryset = JobExecution.objects.using(_using()).all()
@@ -652,21 +656,37 @@ def recent_executions(
         queryset = queryset.filter(status=status)
     if job_name:
         queryset = queryset.filter(job_instance__job_name=job_name)
-    if window.after is not None:
-        queryset = queryset.filter(id__lt=cursors.identity_key(window.after))
+        order: tuple[str, ...] = ("-job_instance_id", "-attempt")
+        if window.after is not None:
+            instance_id, attempt = cursors.ordered_key(window.after)
+            queryset = queryset.filter(
+                Q(job_instance_id__lt=instance_id)
+                | Q(job_instance_id=instance_id, attempt__lt=attempt)
+            ).extra(
+                # The same bound on the instance side, where the planner can
+                # start its index scan (it does not carry inequalities
+                # across the join).
+                where=['"ob_job_instance"."id" <= %s'],
+                params=[instance_id],
+            )
+    else:
+        order = ("-id",)
+        if window.after is not None:
+            queryset = queryset.filter(id__lt=cursors.identity_key(window.after))
     queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
     fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded"] + (
         ["bb_ceiling"] if window.first else []
     )
     rows = list(
-        _execution_values(queryset).order_by("-id").values(*fields)[: window.page_size]
+        _execution_values(queryset).order_by(*order).values(*fields)[: window.page_size]
     )
-    return _assemble(
-        rows,
-        window,
-        key=lambda row: cursors.Identity(row["id"]),
-        estimate=_execution_estimate,
-    )
+
+    def key(row: dict[str, Any]) -> cursors.Key:
+        if job_name:
+            return cursors.Ordered(row["job_instance_id"], row["attempt"])
+        return cursors.Identity(row["id"])
+
+    return _assemble(rows, window, key=key, estimate=_execution_estimate)
 
 
 # -- list_unresolved_executions ---------------------------------------------------

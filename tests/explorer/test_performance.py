@@ -153,3 +153,32 @@ def test_instances_of_a_rare_job_use_the_name_index(db: None) -> None:
         assert "ob_job_instance_name_identity" in plan, plan
         assert "Seq Scan on ob_job_instance" not in plan, plan
         assert "Sort" not in plan.split("->")[0], plan
+
+
+@pytest.mark.postgresql
+def test_executions_of_a_rare_job_walk_the_instance_index(db: None) -> None:
+    """The job filter never hashes the whole execution table."""
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    definition = factories.definition("busy-job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_execution (job_instance_id, definition_id, attempt, "
+            "status, exit_code, parameters, context_format, context_schema, "
+            "context_schema_version, context_payload, created_at, started_at, "
+            "ended_at, updated_at, version) SELECT id, %s, 1, 'COMPLETED', "
+            "'COMPLETED', '{}'::jsonb, 1, 'x', 1, '{}'::jsonb, now(), now(), now(), "
+            "now(), 0 FROM ob_job_instance",
+            [definition.pk],
+        )
+        cursor.execute("ANALYZE ob_job_execution")
+    first = queries.recent_executions("", "rare-job", 2)
+    assert len(first.rows) == 2 and first.next_cursor
+    for token in (None, first.next_cursor):
+        with CaptureQueriesContext(connection) as captured:
+            queries.recent_executions("", "rare-job", 2, token)
+        (statement,) = captured.captured_queries
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN " + statement["sql"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "ob_job_instance_name_identity" in plan, plan
+        assert "Hash Join" not in plan and "Seq Scan" not in plan, plan

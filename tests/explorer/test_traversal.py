@@ -144,7 +144,9 @@ def test_recent_executions(many: dict[str, Any], status: str, job: str, size: in
         queryset = queryset.filter(status=status)
     if job:
         queryset = queryset.filter(job_instance__job_name=job)
-    expected = list(queryset.order_by("-id").values_list("id", flat=True))
+    # A job filter orders by instance, then attempt (the indexes' order).
+    order = ("-job_instance_id", "-attempt") if job else ("-id",)
+    expected = list(queryset.order_by(*order).values_list("id", flat=True))
     late = factories.instance("job-01")
 
     def insert() -> None:

@@ -193,10 +193,14 @@ class Command(BaseCommand):
         size = f"size={PAGE_SIZE}"
 
         def deep_recent(status: str, job: str) -> str:
+            # A job filter pages by (instance, attempt); the others by id.
+            key: cursors.Key = cursors.Identity(deep_execution)
+            if job:
+                key = cursors.Ordered(max(1, facts["busy_max"] - depth), 1)
             return cursors.encode(
                 cursors.recent_executions(status, job),
                 PAGE_SIZE,
-                cursors.Identity(deep_execution),
+                key,
                 facts["max_execution"],
             )
 
