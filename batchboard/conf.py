@@ -65,3 +65,11 @@ def schema_mode() -> str:
 
 def is_attached() -> bool:
     return schema_mode() == ATTACHED
+
+
+def action_aliases() -> set[str]:
+    """Return the aliases named in ``ACTION_DATABASES`` (writers' logins)."""
+    configured = get_config().get("ACTION_DATABASES") or {}
+    if not isinstance(configured, dict):
+        return set()
+    return {value for value in configured.values() if isinstance(value, str)}

@@ -16,7 +16,8 @@ class BatchboardRouter:
     Send every batchboard model to ``BATCHBOARD["DATABASE"]``.
 
     batchboard's migrations run only on that alias and Django's own apps
-    never migrate onto it when it is a separate database. In attached mode
+    never migrate onto it when it is a separate database, nor onto the
+    aliases of ``ACTION_DATABASES``. In attached mode
     batchboard's migration operations still run their state changes, but its
     schema operation issues no statement (see
     :class:`batchboard.operations.CreateMetadataSchema`).
@@ -41,6 +42,8 @@ class BatchboardRouter:
         alias = conf.database_alias()
         if app_label == APP_LABEL:
             return db == alias
-        if db == alias and alias != "default":
+        # The action aliases reach the same metadata database under other
+        # logins: Django's own apps belong on none of them.
+        if db != "default" and (db == alias or db in conf.action_aliases()):
             return False
         return None

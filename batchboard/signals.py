@@ -14,15 +14,23 @@ from batchboard import conf
 @receiver(pre_migrate, dispatch_uid="batchboard.attached_migration_guard")
 def refuse_migrating_attached_database(*, using: str, **kwargs: Any) -> None:
     """
-    Stop ``migrate --database=<metadata alias>`` in attached mode.
+    Stop ``migrate`` on an attached metadata alias or an action alias.
 
     Django's migrate would at least create its ``django_migrations`` table in
     the database it runs against; an attached oxide-batch database must see
     no DDL at all. When the metadata alias is ``default`` the run goes on:
     the router and :class:`~batchboard.operations.CreateMetadataSchema` keep
-    batchboard's own operations from touching it.
+    batchboard's own operations from touching it. The aliases of
+    ``ACTION_DATABASES`` are other logins to the metadata database and are
+    never migrated in either mode.
     """
     alias = conf.database_alias()
+    if using != "default" and using in conf.action_aliases() and using != alias:
+        raise CommandError(
+            f"The database alias {using!r} is one of BATCHBOARD['ACTION_DATABASES'], "
+            "a login for operator actions' writes, and is never migrated. Run "
+            "'manage.py migrate' without --database."
+        )
     if conf.is_attached() and using == alias and alias != "default":
         raise CommandError(
             f"batchboard is attached to an existing oxide-batch database "
