@@ -25,10 +25,10 @@ from django.db.models import Q
 
 from batchboard import digests, schema
 from batchboard.digests import (
+    CheckpointDescriptor,
     DefinitionArgument,
     RecoveryArgument,
     RecoveryEvidence,
-    CheckpointDescriptor,
     StepEvidence,
 )
 from batchboard.models import (
@@ -165,24 +165,35 @@ class Operator:
     ) -> Outcome:
         with transaction.atomic(using=self.alias):
             row = self._record(
-                action=action, authorization_class=authorization_class,
-                operation_id=operation_id, reason=reason, digest=digest,
-                observed_version=observed_version, instance_id=instance_id,
-                execution_id=execution_id, prior=None, result=None,
-                rejection=code, at=at,
+                action=action,
+                authorization_class=authorization_class,
+                operation_id=operation_id,
+                reason=reason,
+                digest=digest,
+                observed_version=observed_version,
+                instance_id=instance_id,
+                execution_id=execution_id,
+                prior=None,
+                result=None,
+                rejection=code,
+                at=at,
             )
         return Outcome(row)
 
     # -- lifecycle actions ---------------------------------------------------------
 
     def launch(
-        self, job_name: str, parameters: Mapping[str, digests.JobParameter],
+        self,
+        job_name: str,
+        parameters: Mapping[str, digests.JobParameter],
         definition: Definition,
     ) -> Outcome:
         """LAUNCH: select or create the instance and start its next attempt."""
         key = digests.instance_key(job_name, parameters)
         digest = digests.request_digest(
-            action="LAUNCH", target=f"instance-key:{key.hex()}", expected_version=None,
+            action="LAUNCH",
+            target=f"instance-key:{key.hex()}",
+            expected_version=None,
             reason_code=None,
             arguments=DefinitionArgument(definition.revision, definition.digest),
         )
@@ -192,11 +203,18 @@ class Operator:
             with transaction.atomic(using=self.alias):
                 execution = self.repository.launch(job_name, parameters, definition)
                 row = self._record(
-                    action="LAUNCH", authorization_class="LIFECYCLE",
-                    operation_id=operation_id, reason=None, digest=digest,
-                    observed_version=None, instance_id=execution.job_instance_id,
-                    execution_id=execution.pk, prior=None, result="STARTING",
-                    rejection=None, at=at,
+                    action="LAUNCH",
+                    authorization_class="LIFECYCLE",
+                    operation_id=operation_id,
+                    reason=None,
+                    digest=digest,
+                    observed_version=None,
+                    instance_id=execution.job_instance_id,
+                    execution_id=execution.pk,
+                    prior=None,
+                    result="STARTING",
+                    rejection=None,
+                    at=at,
                 )
                 return Outcome(row, execution)
         except RepositoryError as error:
@@ -205,15 +223,24 @@ class Operator:
                 raise
         # Launch rejections name neither instance nor execution (spec 4.4).
         return self._reject(
-            action="LAUNCH", authorization_class="LIFECYCLE", operation_id=operation_id,
-            reason=None, digest=digest, observed_version=None, instance_id=None,
-            execution_id=None, code=code, at=at,
+            action="LAUNCH",
+            authorization_class="LIFECYCLE",
+            operation_id=operation_id,
+            reason=None,
+            digest=digest,
+            observed_version=None,
+            instance_id=None,
+            execution_id=None,
+            code=code,
+            at=at,
         )
 
     def restart(self, instance_id: int, definition: Definition) -> Outcome:
         """RESTART: start the next attempt of an instance whose latest ended."""
         digest = digests.request_digest(
-            action="RESTART", target=f"instance:{instance_id}", expected_version=None,
+            action="RESTART",
+            target=f"instance:{instance_id}",
+            expected_version=None,
             reason_code=None,
             arguments=DefinitionArgument(definition.revision, definition.digest),
         )
@@ -228,11 +255,18 @@ class Operator:
                     raise Rejected("INVALID_STATE")
                 execution = self.repository.create_execution(instance_id, definition)
                 row = self._record(
-                    action="RESTART", authorization_class="LIFECYCLE",
-                    operation_id=operation_id, reason=None, digest=digest,
-                    observed_version=None, instance_id=instance_id,
-                    execution_id=execution.pk, prior=latest.status, result="STARTING",
-                    rejection=None, at=at,
+                    action="RESTART",
+                    authorization_class="LIFECYCLE",
+                    operation_id=operation_id,
+                    reason=None,
+                    digest=digest,
+                    observed_version=None,
+                    instance_id=instance_id,
+                    execution_id=execution.pk,
+                    prior=latest.status,
+                    result="STARTING",
+                    rejection=None,
+                    at=at,
                 )
                 return Outcome(row, execution)
         except Rejected as rejected:
@@ -242,16 +276,25 @@ class Operator:
             if not code:
                 raise
         return self._reject(
-            action="RESTART", authorization_class="LIFECYCLE", operation_id=operation_id,
-            reason=None, digest=digest, observed_version=None, instance_id=instance_id,
-            execution_id=None, code=code, at=at,
+            action="RESTART",
+            authorization_class="LIFECYCLE",
+            operation_id=operation_id,
+            reason=None,
+            digest=digest,
+            observed_version=None,
+            instance_id=instance_id,
+            execution_id=None,
+            code=code,
+            at=at,
         )
 
     def stop(self, execution_id: int, expected_version: int) -> Outcome:
         """STOP: ask the owning runtime to stop (no transition here)."""
         digest = digests.request_digest(
-            action="STOP", target=f"execution:{execution_id}",
-            expected_version=expected_version, reason_code=None,
+            action="STOP",
+            target=f"execution:{execution_id}",
+            expected_version=expected_version,
+            reason_code=None,
         )
         operation_id = self._operation_id("STOP")
         at = self.repository.now()
@@ -266,11 +309,18 @@ class Operator:
                         execution_id, expected_version, actor=self.actor
                     )
                 row = self._record(
-                    action="STOP", authorization_class="LIFECYCLE",
-                    operation_id=operation_id, reason=None, digest=digest,
+                    action="STOP",
+                    authorization_class="LIFECYCLE",
+                    operation_id=operation_id,
+                    reason=None,
+                    digest=digest,
                     observed_version=expected_version,
-                    instance_id=execution.job_instance_id, execution_id=execution_id,
-                    prior=status, result=status, rejection=None, at=at,
+                    instance_id=execution.job_instance_id,
+                    execution_id=execution_id,
+                    prior=status,
+                    result=status,
+                    rejection=None,
+                    at=at,
                 )
                 return Outcome(row, execution)
         except Rejected as rejected:
@@ -278,16 +328,25 @@ class Operator:
         except StaleVersion:
             code = "OPTIMISTIC_CONFLICT"
         return self._reject(
-            action="STOP", authorization_class="LIFECYCLE", operation_id=operation_id,
-            reason=None, digest=digest, observed_version=expected_version,
-            instance_id=None, execution_id=execution_id, code=code, at=at,
+            action="STOP",
+            authorization_class="LIFECYCLE",
+            operation_id=operation_id,
+            reason=None,
+            digest=digest,
+            observed_version=expected_version,
+            instance_id=None,
+            execution_id=execution_id,
+            code=code,
+            at=at,
         )
 
     def abandon(self, execution_id: int, expected_version: int, reason: str) -> Outcome:
         """ABANDON: write off a STOPPED or FAILED execution for good."""
         digest = digests.request_digest(
-            action="ABANDON", target=f"execution:{execution_id}",
-            expected_version=expected_version, reason_code=reason,
+            action="ABANDON",
+            target=f"execution:{execution_id}",
+            expected_version=expected_version,
+            reason_code=reason,
         )
         operation_id = self._operation_id("ABANDON")
         at = self.repository.now()
@@ -296,9 +355,12 @@ class Operator:
                 execution = self.repository.get_execution(execution_id)
                 prior = execution.status
                 if prior in ("STOPPED", "FAILED", "UNKNOWN"):
-                    if prior == "UNKNOWN" and not RecoveryDecision.objects.using(
-                        self.alias
-                    ).filter(job_execution_id=execution_id).exists():
+                    if (
+                        prior == "UNKNOWN"
+                        and not RecoveryDecision.objects.using(self.alias)
+                        .filter(job_execution_id=execution_id)
+                        .exists()
+                    ):
                         raise Rejected("UNRESOLVED_RECOVERY_REQUIRED")
                     execution = self.repository.transition_execution(
                         execution_id, expected_version, "ABANDONED", at=at
@@ -306,11 +368,18 @@ class Operator:
                 elif prior != "ABANDONED":
                     raise Rejected("INVALID_STATE")
                 row = self._record(
-                    action="ABANDON", authorization_class="DESTRUCTIVE",
-                    operation_id=operation_id, reason=reason, digest=digest,
+                    action="ABANDON",
+                    authorization_class="DESTRUCTIVE",
+                    operation_id=operation_id,
+                    reason=reason,
+                    digest=digest,
                     observed_version=expected_version,
-                    instance_id=execution.job_instance_id, execution_id=execution_id,
-                    prior=prior, result="ABANDONED", rejection=None, at=at,
+                    instance_id=execution.job_instance_id,
+                    execution_id=execution_id,
+                    prior=prior,
+                    result="ABANDONED",
+                    rejection=None,
+                    at=at,
                 )
                 return Outcome(row, execution)
         except Rejected as rejected:
@@ -318,10 +387,16 @@ class Operator:
         except StaleVersion:
             code = "OPTIMISTIC_CONFLICT"
         return self._reject(
-            action="ABANDON", authorization_class="DESTRUCTIVE",
-            operation_id=operation_id, reason=reason, digest=digest,
-            observed_version=expected_version, instance_id=None,
-            execution_id=execution_id, code=code, at=at,
+            action="ABANDON",
+            authorization_class="DESTRUCTIVE",
+            operation_id=operation_id,
+            reason=reason,
+            digest=digest,
+            observed_version=expected_version,
+            instance_id=None,
+            execution_id=execution_id,
+            code=code,
+            at=at,
         )
 
     # -- recovery (spec 5) ---------------------------------------------------------
@@ -347,9 +422,11 @@ class Operator:
                     _stored_size(self.alias, step.pk),
                 ),
             )
-        manifest = JobDefinition.objects.using(self.alias).get(
-            pk=execution.definition_id
-        ).manifest
+        manifest = (
+            JobDefinition.objects.using(self.alias)
+            .get(pk=execution.definition_id)
+            .manifest
+        )
         return RecoveryEvidence(
             execution_id=execution_id,
             status=execution.status,
@@ -400,8 +477,11 @@ class Operator:
             failure_id,
         )
         digest = digests.request_digest(
-            action="RECOVER", target=f"execution:{execution_id}",
-            expected_version=expected_version, reason_code=reason, arguments=argument,
+            action="RECOVER",
+            target=f"execution:{execution_id}",
+            expected_version=expected_version,
+            reason_code=reason,
+            arguments=argument,
         )
         operation_id = self._operation_id("RECOVER")
         at = self.repository.now()
@@ -448,25 +528,46 @@ class Operator:
                     decided_at=at,
                 )
                 row = self._record(
-                    action="RECOVER", authorization_class="DESTRUCTIVE",
-                    operation_id=operation_id, reason=reason, digest=digest,
+                    action="RECOVER",
+                    authorization_class="DESTRUCTIVE",
+                    operation_id=operation_id,
+                    reason=reason,
+                    digest=digest,
                     observed_version=expected_version,
-                    instance_id=execution.job_instance_id, execution_id=execution_id,
-                    prior=prior, result=resulting, rejection=None, at=at,
+                    instance_id=execution.job_instance_id,
+                    execution_id=execution_id,
+                    prior=prior,
+                    result=resulting,
+                    rejection=None,
+                    at=at,
                 )
-                return Outcome(row, JobExecution.objects.using(self.alias).get(pk=execution_id))
+                return Outcome(
+                    row, JobExecution.objects.using(self.alias).get(pk=execution_id)
+                )
         except Rejected as rejected:
             code = rejected.code
         return self._reject(
-            action="RECOVER", authorization_class="DESTRUCTIVE", operation_id=operation_id,
-            reason=reason, digest=digest, observed_version=expected_version,
-            instance_id=None, execution_id=execution_id, code=code, at=at,
+            action="RECOVER",
+            authorization_class="DESTRUCTIVE",
+            operation_id=operation_id,
+            reason=reason,
+            digest=digest,
+            observed_version=expected_version,
+            instance_id=None,
+            execution_id=execution_id,
+            code=code,
+            at=at,
         )
 
     # -- retention (spec 6) ----------------------------------------------------------
 
     def _retention(
-        self, action: str, reason: str, instance_id: int | None, at: datetime, **extra: object
+        self,
+        action: str,
+        reason: str,
+        instance_id: int | None,
+        at: datetime,
+        **extra: object,
     ) -> RetentionAction:
         return RetentionAction.objects.using(self.alias).create(
             job_instance_id=instance_id,
@@ -511,9 +612,11 @@ class Operator:
         at = self.repository.now()
         threshold = at - timedelta(seconds=min_age_seconds)
         with transaction.atomic(using=self.alias):
-            unresolved_instances = JobExecution.objects.using(self.alias).filter(
-                status__in=schema.UNRESOLVED
-            ).values("job_instance_id")
+            unresolved_instances = (
+                JobExecution.objects.using(self.alias)
+                .filter(status__in=schema.UNRESOLVED)
+                .values("job_instance_id")
+            )
             candidates = list(
                 JobExecution.objects.using(self.alias)
                 .filter(
@@ -527,15 +630,23 @@ class Operator:
                 .values_list("job_instance_id", "id", "version")[:batch]
             )
             plan = digests.plan_digest(
-                job_name=job_name, statuses=wanted, min_age_seconds=min_age_seconds,
-                batch=batch, candidates=candidates,
+                job_name=job_name,
+                statuses=wanted,
+                min_age_seconds=min_age_seconds,
+                batch=batch,
+                candidates=candidates,
             )
             counts = self._delete(
                 [execution for _, execution, _ in candidates],
                 {instance for instance, _, _ in candidates},
             )
             return self._retention(
-                "APPLY_PURGE", reason, None, at, plan_digest=plan, batch_bound=batch,
+                "APPLY_PURGE",
+                reason,
+                None,
+                at,
+                plan_digest=plan,
+                batch_bound=batch,
                 **counts,
             )
 
@@ -544,7 +655,9 @@ class Operator:
         db = self.alias
         steps = StepExecution.objects.using(db).filter(job_execution_id__in=executions)
         step_ids = list(steps.values_list("id", flat=True))
-        decisions = FlowDecision.objects.using(db).filter(job_execution_id__in=executions)
+        decisions = FlowDecision.objects.using(db).filter(
+            job_execution_id__in=executions
+        )
         FlowDecision.objects.using(db).filter(
             reused_decision__job_execution_id__in=executions
         ).exclude(job_execution_id__in=executions).update(reused_decision=None)
@@ -554,14 +667,21 @@ class Operator:
         decisions.update(reused_decision=None)
         decisions.delete()
         counts["deleted_recovery_decisions"] = (
-            RecoveryDecision.objects.using(db).filter(job_execution_id__in=executions).delete()[0]
+            RecoveryDecision.objects.using(db)
+            .filter(job_execution_id__in=executions)
+            .delete()[0]
         )
         requests = (
-            OperatorRequest.objects.using(db).filter(job_execution_id__in=executions).delete()[0]
+            OperatorRequest.objects.using(db)
+            .filter(job_execution_id__in=executions)
+            .delete()[0]
         )
         counts["deleted_step_partitions"] = (
             StepPartition.objects.using(db)
-            .filter(Q(step_execution_id__in=step_ids) | Q(worker_step_execution_id__in=step_ids))
+            .filter(
+                Q(step_execution_id__in=step_ids)
+                | Q(worker_step_execution_id__in=step_ids)
+            )
             .delete()[0]
         )
         ComponentState.objects.using(db).filter(step_execution_id__in=step_ids).delete()
@@ -570,12 +690,16 @@ class Operator:
         # is deleted while a remaining one still restarts it.
         deleted = 0
         for execution_id in sorted(executions, reverse=True):
-            deleted += JobExecution.objects.using(db).filter(pk=execution_id).delete()[0]
+            deleted += (
+                JobExecution.objects.using(db).filter(pk=execution_id).delete()[0]
+            )
         counts["deleted_job_executions"] = deleted
         emptied = [
             instance
             for instance in instances
-            if not JobExecution.objects.using(db).filter(job_instance_id=instance).exists()
+            if not JobExecution.objects.using(db)
+            .filter(job_instance_id=instance)
+            .exists()
         ]
         requests += (
             OperatorRequest.objects.using(db)

@@ -48,7 +48,7 @@ from batchboard.demo.catalogue import (
     Transition,
     _chain,
 )
-from batchboard.digests import JobParameter
+from batchboard.demo.runs import FAILURE_WEIGHTS
 from batchboard.models import JobDefinition
 
 HISTORY_DAYS = 60
@@ -82,40 +82,58 @@ def _bulk_job(name: str, nodes: Sequence[tuple[str, str, int]], weight: int) -> 
 BULK_JOBS: tuple[JobSpec, ...] = (
     _bulk_job(
         "orders-etl",
-        (("extract-orders", "chunk", 500), ("transform-orders", "chunk", 500),
-         ("load-warehouse", "tasklet", 0)),
+        (
+            ("extract-orders", "chunk", 500),
+            ("transform-orders", "chunk", 500),
+            ("load-warehouse", "tasklet", 0),
+        ),
         30,
     ),
     _bulk_job(
         "clickstream-rollup",
-        (("read-events", "chunk", 2000), ("aggregate-sessions", "chunk", 1000),
-         ("publish-metrics", "tasklet", 0)),
+        (
+            ("read-events", "chunk", 2000),
+            ("aggregate-sessions", "chunk", 1000),
+            ("publish-metrics", "tasklet", 0),
+        ),
         25,
     ),
     _bulk_job(
         "billing-usage-aggregate",
-        (("collect-usage", "chunk", 250), ("rate-usage", "chunk", 250),
-         ("post-charges", "chunk", 100)),
+        (
+            ("collect-usage", "chunk", 250),
+            ("rate-usage", "chunk", 250),
+            ("post-charges", "chunk", 100),
+        ),
         20,
     ),
     _bulk_job(
         "partner-feed-export",
-        (("select-items", "chunk", 1000), ("render-feed", "chunk", 500),
-         ("upload-feed", "tasklet", 0)),
+        (
+            ("select-items", "chunk", 1000),
+            ("render-feed", "chunk", 500),
+            ("upload-feed", "tasklet", 0),
+        ),
         15,
     ),
     _bulk_job(
         "inventory-reconcile",
-        (("fetch-stock", "chunk", 500), ("compare-ledger", "chunk", 500),
-         ("report-drift", "tasklet", 0)),
+        (
+            ("fetch-stock", "chunk", 500),
+            ("compare-ledger", "chunk", 500),
+            ("report-drift", "tasklet", 0),
+        ),
         10,
     ),
 )
 #: The job a benchmark pages deeply: a few hundred instances spread evenly.
 RARE_JOB = _bulk_job(
     "annual-tax-archive",
-    (("gather-filings", "chunk", 100), ("seal-archive", "tasklet", 0),
-     ("ship-archive", "tasklet", 0)),
+    (
+        ("gather-filings", "chunk", 100),
+        ("seal-archive", "tasklet", 0),
+        ("ship-archive", "tasklet", 0),
+    ),
     0,
 )
 
@@ -183,29 +201,86 @@ class _Definition:
         return cls(spec, definition_id, digest, routes)
 
 
-INSTANCE_COLUMNS = ("id", "job_name", "instance_key", "identifying_parameters", "created_at")
+INSTANCE_COLUMNS = (
+    "id",
+    "job_name",
+    "instance_key",
+    "identifying_parameters",
+    "created_at",
+)
 EXECUTION_COLUMNS = (
-    "id", "job_instance_id", "definition_id", "restart_of_execution_id", "attempt",
-    "status", "exit_code", "parameters", "context_format", "context_schema",
-    "context_schema_version", "context_payload", "failure_category", "failure_id",
-    "created_at", "started_at", "ended_at", "updated_at", "version", "owner_token",
+    "id",
+    "job_instance_id",
+    "definition_id",
+    "restart_of_execution_id",
+    "attempt",
+    "status",
+    "exit_code",
+    "parameters",
+    "context_format",
+    "context_schema",
+    "context_schema_version",
+    "context_payload",
+    "failure_category",
+    "failure_id",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "updated_at",
+    "version",
+    "owner_token",
 )
 STEP_COLUMNS = (
-    "id", "job_execution_id", "step_name", "status", "exit_code",
-    "read_count", "processed_count", "write_count", "filter_count", "commit_count",
-    "rollback_count", "checkpoint_format", "checkpoint_schema",
-    "checkpoint_schema_version", "checkpoint_payload", "context_format",
-    "context_schema", "context_schema_version", "context_payload",
-    "failure_category", "failure_id", "created_at", "started_at", "ended_at",
-    "updated_at", "version", "step_logical_id", "read_retry_count",
-    "process_retry_count", "write_retry_count", "read_skip_count",
-    "process_skip_count", "write_skip_count", "no_rollback_count",
-    "fault_state_payload", "fault_state_checksum",
+    "id",
+    "job_execution_id",
+    "step_name",
+    "status",
+    "exit_code",
+    "read_count",
+    "processed_count",
+    "write_count",
+    "filter_count",
+    "commit_count",
+    "rollback_count",
+    "checkpoint_format",
+    "checkpoint_schema",
+    "checkpoint_schema_version",
+    "checkpoint_payload",
+    "context_format",
+    "context_schema",
+    "context_schema_version",
+    "context_payload",
+    "failure_category",
+    "failure_id",
+    "created_at",
+    "started_at",
+    "ended_at",
+    "updated_at",
+    "version",
+    "step_logical_id",
+    "read_retry_count",
+    "process_retry_count",
+    "write_retry_count",
+    "read_skip_count",
+    "process_skip_count",
+    "write_skip_count",
+    "no_rollback_count",
+    "fault_state_payload",
+    "fault_state_checksum",
 )
 DECISION_COLUMNS = (
-    "id", "job_execution_id", "source_step_execution_id", "reused_decision_id",
-    "sequence", "source_node_id", "observed_outcome", "target_node_id",
-    "transition_kind", "terminal_kind", "plan_fingerprint", "input_digest",
+    "id",
+    "job_execution_id",
+    "source_step_execution_id",
+    "reused_decision_id",
+    "sequence",
+    "source_node_id",
+    "observed_outcome",
+    "target_node_id",
+    "transition_kind",
+    "terminal_kind",
+    "plan_fingerprint",
+    "input_digest",
     "decided_at",
 )
 _TABLES = (
@@ -222,22 +297,23 @@ _TIMESTAMPS = {
     "decisions": (12,),
 }
 
-_FAILURES = (
-    ("TRANSIENT_INFRASTRUCTURE", 40),
-    ("USER_COMPONENT", 25),
-    ("TIMEOUT", 15),
-    ("PERMANENT_INFRASTRUCTURE", 10),
-    ("SERIALIZATION", 5),
-    ("INVARIANT", 5),
-)
-_FAILURE_NAMES = [name for name, weight in _FAILURES for _ in range(weight)]
+_FAILURE_NAMES = [name for name, weight in FAILURE_WEIGHTS for _ in range(weight)]
 
 
 class _Step:
     """A step's running counters while an instance's history is planned."""
 
-    __slots__ = ("read", "processed", "write", "filter", "commit", "rollback",
-                 "retry", "skip", "offset")
+    __slots__ = (
+        "read",
+        "processed",
+        "write",
+        "filter",
+        "commit",
+        "rollback",
+        "retry",
+        "skip",
+        "offset",
+    )
 
     def __init__(self) -> None:
         self.read = self.processed = self.write = self.filter = 0
@@ -272,7 +348,9 @@ class _Planner:
         self.ids = ids
         self.rng = rng
         weights = [definition.spec.weight for definition in definitions]
-        self._choices = [d for d, w in zip(definitions, weights, strict=True) for _ in range(w)]
+        self._choices = [
+            d for d, w in zip(definitions, weights, strict=True) for _ in range(w)
+        ]
         estimated_instances = max(1, int(executions / 1.12))
         self.rare_every = max(50, estimated_instances // RARE_INSTANCES)
         self.planned = 0
@@ -340,7 +418,9 @@ class _Planner:
             + f'"identifying": true, "value": {instance_id}}}, "shard": '
             + f'{{"type": "i64", "identifying": true, "value": {shard}}}}}'
         )
-        batch.instances.append((instance_id, definition.spec.name, key, envelope, at_ms))
+        batch.instances.append(
+            (instance_id, definition.spec.name, key, envelope, at_ms)
+        )
         nodes = definition.spec.nodes
         routes = definition.routes
         digest = definition.digest
@@ -367,11 +447,23 @@ class _Planner:
                     sequence += 1
                     ids.decision += 1
                     t += 1 + int(draw() * 4)
-                    batch.decisions.append((
-                        ids.decision, execution_id, step_id, decision_id, sequence,
-                        node.id, "COMPLETED", target, "COMPLETED_STEP_REUSE", None,
-                        digest, inputs[index], t,
-                    ))
+                    batch.decisions.append(
+                        (
+                            ids.decision,
+                            execution_id,
+                            step_id,
+                            decision_id,
+                            sequence,
+                            node.id,
+                            "COMPLETED",
+                            target,
+                            "COMPLETED_STEP_REUSE",
+                            None,
+                            digest,
+                            inputs[index],
+                            t,
+                        )
+                    )
                     continue
                 step_status = "COMPLETED"
                 if index == failing:
@@ -401,7 +493,10 @@ class _Planner:
                     state.retry += retries
                     state.rollback += retries
                     checkpoint: tuple[Any, ...] = (
-                        1, node.checkpoint_schema, 1, f'{{"offset": {state.read}}}'
+                        1,
+                        node.checkpoint_schema,
+                        1,
+                        f'{{"offset": {state.read}}}',
                     )
                 else:
                     checkpoint = _EMPTY_DESCRIPTOR
@@ -410,7 +505,9 @@ class _Planner:
                 # finishing transition (STOPPING first for a stop), the
                 # exit-status enrichment.
                 version = (
-                    3 + (state.commit - commits_before) + (state.rollback - retries_before)
+                    3
+                    + (state.commit - commits_before)
+                    + (state.rollback - retries_before)
                     + (1 if step_status == "STOPPED" else 0)
                 )
                 category = failure_id = None
@@ -418,23 +515,62 @@ class _Planner:
                     category = _FAILURE_NAMES[int(draw() * len(_FAILURE_NAMES))]
                     failure_id = execution_id * 8 + index + 1
                     failure = (category, failure_id)
-                batch.steps.append((
-                    step_id, execution_id, node.name, step_status, step_status,
-                    state.read, state.processed, state.write, state.filter, state.commit,
-                    state.rollback, *checkpoint, *_EMPTY_DESCRIPTOR, category, failure_id,
-                    step_created, step_started, step_ended, step_ended + 1, version,
-                    node.id, state.retry, 0, 0, 0, state.skip, 0, 0,
-                    _FAULT_JSON, _FAULT_CHECKSUM,
-                ))
+                batch.steps.append(
+                    (
+                        step_id,
+                        execution_id,
+                        node.name,
+                        step_status,
+                        step_status,
+                        state.read,
+                        state.processed,
+                        state.write,
+                        state.filter,
+                        state.commit,
+                        state.rollback,
+                        *checkpoint,
+                        *_EMPTY_DESCRIPTOR,
+                        category,
+                        failure_id,
+                        step_created,
+                        step_started,
+                        step_ended,
+                        step_ended + 1,
+                        version,
+                        node.id,
+                        state.retry,
+                        0,
+                        0,
+                        0,
+                        state.skip,
+                        0,
+                        0,
+                        _FAULT_JSON,
+                        _FAULT_CHECKSUM,
+                    )
+                )
                 carried[index] = state
                 target, terminal = routes[node.id, step_status]
                 sequence += 1
                 ids.decision += 1
                 t = step_ended + 2 + int(draw() * 28)
-                batch.decisions.append((
-                    ids.decision, execution_id, step_id, None, sequence, node.id,
-                    step_status, target, "STEP_EXIT", terminal, digest, inputs[index], t,
-                ))
+                batch.decisions.append(
+                    (
+                        ids.decision,
+                        execution_id,
+                        step_id,
+                        None,
+                        sequence,
+                        node.id,
+                        step_status,
+                        target,
+                        "STEP_EXIT",
+                        terminal,
+                        digest,
+                        inputs[index],
+                        t,
+                    )
+                )
                 if step_status != "COMPLETED":
                     break
                 if target is not None:
@@ -448,12 +584,27 @@ class _Planner:
             updated = ended + 1
             if final == "ABANDONED":
                 updated = ended + 600_000 + int(draw() * 6_600_000)
-            batch.executions.append((
-                execution_id, instance_id, definition.id, previous_execution, attempt,
-                final, exit_code, envelope, *_EMPTY_DESCRIPTOR,
-                failure[0] if failure else None, failure[1] if failure else None,
-                created, started, ended, updated, version, rng.randbytes(16),
-            ))
+            batch.executions.append(
+                (
+                    execution_id,
+                    instance_id,
+                    definition.id,
+                    previous_execution,
+                    attempt,
+                    final,
+                    exit_code,
+                    envelope,
+                    *_EMPTY_DESCRIPTOR,
+                    failure[0] if failure else None,
+                    failure[1] if failure else None,
+                    created,
+                    started,
+                    ended,
+                    updated,
+                    version,
+                    rng.randbytes(16),
+                )
+            )
             previous_execution = execution_id
             clock = updated + 60_000 + int(draw() * 3_540_000)
 
@@ -466,7 +617,9 @@ def _input_digest(instance_key: bytes, node_id: str) -> bytes:
     tag; here the inputs are the instance and the node, so a restart's reuse
     decision carries the digest of the decision it reuses.
     """
-    return hashlib.sha256(_FLOW_STEP_INPUT + instance_key + node_id.encode("utf-8")).digest()
+    return hashlib.sha256(
+        _FLOW_STEP_INPUT + instance_key + node_id.encode("utf-8")
+    ).digest()
 
 
 def _lp4(data: bytes) -> bytes:
@@ -523,8 +676,12 @@ def _ensure_definitions(
 def _max_ids(alias: str) -> _Ids:
     with connections[alias].cursor() as cursor:
         values = []
-        for table in ("ob_job_instance", "ob_job_execution", "ob_step_execution",
-                      "ob_flow_decision"):
+        for table in (
+            "ob_job_instance",
+            "ob_job_execution",
+            "ob_step_execution",
+            "ob_flow_decision",
+        ):
             cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
             values.append(int(cursor.fetchone()[0]))
     return _Ids(*values)
@@ -681,7 +838,9 @@ def _reserve_ids(alias: str, executions: int) -> _Ids:
             ("ob_flow_decision", 3),
         ):
             cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
-            cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [f"oxide_batch.{table}"])
+            cursor.execute(
+                "SELECT pg_get_serial_sequence(%s, 'id')", [f"oxide_batch.{table}"]
+            )
             (sequence,) = cursor.fetchone()
             cursor.execute(
                 f"SELECT GREATEST(nextval(%s) - 1, (SELECT COALESCE(MAX(id), 0) FROM {table}))",
@@ -689,7 +848,8 @@ def _reserve_ids(alias: str, executions: int) -> _Ids:
             )
             (base,) = cursor.fetchone()
             cursor.execute(
-                "SELECT setval(%s, %s, true)", [sequence, base + per_execution * executions]
+                "SELECT setval(%s, %s, true)",
+                [sequence, base + per_execution * executions],
             )
             bases.append(int(base))
     return _Ids(*bases)

@@ -16,11 +16,11 @@ import hashlib
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from fnmatch import fnmatchcase
+from datetime import datetime
 from typing import Any, Literal
 
 from batchboard.digests import JobParameter, manifest_digest
+from batchboard.repository.flows import pattern_matches
 
 StepKind = Literal["tasklet", "chunk", "partitioned", "decision"]
 Shape = Literal["tasklet", "chunk", "flow", "partitioned"]
@@ -68,7 +68,7 @@ class Transition:
 
     def matches(self, outcome: str) -> bool:
         """Match ``*`` (any run) and ``?`` (one character), else literally."""
-        return fnmatchcase(outcome, self.pattern.replace("[", "[[]"))
+        return pattern_matches(self.pattern, outcome)
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,9 @@ _REGIONS = ("eu-west-1", "eu-central-1", "us-east-1", "ap-southeast-2")
 _LEDGERS = ("general", "receivables", "payables", "treasury")
 
 
-def _ledger_import(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _ledger_import(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "business_date": JobParameter.string(_day(when)),
         "ledger": JobParameter.string(_LEDGERS[serial % len(_LEDGERS)]),
@@ -301,14 +303,18 @@ def _ledger_import(rng: random.Random, serial: int, when: datetime) -> dict[str,
     }
 
 
-def _invoice_export(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _invoice_export(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "billing_period": JobParameter.string(_period(when)),
         "tenant_id": JobParameter.u64(1000 + serial),
     }
 
 
-def _email_digest(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _email_digest(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "send_date": JobParameter.string(_day(when)),
         "segment": JobParameter.string(("weekly", "daily", "vip")[serial % 3]),
@@ -317,7 +323,9 @@ def _email_digest(rng: random.Random, serial: int, when: datetime) -> dict[str, 
     }
 
 
-def _fx_rates(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _fx_rates(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "as_of": JobParameter.string(when.strftime("%Y-%m-%dT%H:00Z")),
         "provider": JobParameter.string(("ecb", "fed", "boe")[serial % 3]),
@@ -333,14 +341,18 @@ def _vacuum(rng: random.Random, serial: int, when: datetime) -> dict[str, JobPar
     }
 
 
-def _cache_warmup(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _cache_warmup(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "region": JobParameter.string(_REGIONS[serial % len(_REGIONS)]),
         "generation": JobParameter.u64(serial),
     }
 
 
-def _month_end(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _month_end(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "period": JobParameter.string(_period(when)),
         "entity": JobParameter.string(f"entity-{serial % 40:02d}"),
@@ -348,7 +360,9 @@ def _month_end(rng: random.Random, serial: int, when: datetime) -> dict[str, Job
     }
 
 
-def _payroll(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _payroll(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "pay_period": JobParameter.string(_day(when)),
         "company_id": JobParameter.u64(70000 + serial),
@@ -356,21 +370,27 @@ def _payroll(rng: random.Random, serial: int, when: datetime) -> dict[str, JobPa
     }
 
 
-def _erasure(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _erasure(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "request_batch": JobParameter.u64(serial),
         "jurisdiction": JobParameter.string(("EU", "UK", "CA", "BR")[serial % 4]),
     }
 
 
-def _reindex(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _reindex(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "index": JobParameter.string(("products", "orders", "customers")[serial % 3]),
         "generation": JobParameter.u64(serial),
     }
 
 
-def _thumbnails(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _thumbnails(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "bucket": JobParameter.string(f"media-{serial % 5}"),
         "since_day_offset": JobParameter.i64(-(serial % 365) - 1),
@@ -378,7 +398,9 @@ def _thumbnails(rng: random.Random, serial: int, when: datetime) -> dict[str, Jo
     }
 
 
-def _compaction(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _compaction(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "cluster": JobParameter.string(f"kv-{serial % 4}"),
         "level": JobParameter.i64(serial % 7 - 3),
@@ -387,15 +409,21 @@ def _compaction(rng: random.Random, serial: int, when: datetime) -> dict[str, Jo
     }
 
 
-def _rapports(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _rapports(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "mois": JobParameter.string(_period(when)),
-        "département": JobParameter.string(("75", "77", "78", "91", "92", "93")[serial % 6]),
+        "département": JobParameter.string(
+            ("75", "77", "78", "91", "92", "93")[serial % 6]
+        ),
         "édition": JobParameter.u64(serial),
     }
 
 
-def _inventory(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _inventory(
+    rng: random.Random, serial: int, when: datetime
+) -> dict[str, JobParameter]:
     return {
         "warehouse": JobParameter.string(f"WH-{serial % 12:02d}"),
         "snapshot_id": JobParameter.u64(900000 + serial),
@@ -477,19 +505,46 @@ CATALOGUE: tuple[JobSpec, ...] = (
         skip_rate=0.02,
         retry_rate=0.1,
     ),
-    JobSpec("fx-rates-refresh", "tasklet", (_FETCH,), _one_step(_FETCH), _fx_rates,
-            weight=64, failure_rate=0.05, step_seconds=(2, 30)),
-    JobSpec("warehouse-vacuum", "tasklet", (_VACUUM,), _one_step(_VACUUM), _vacuum,
-            weight=24, failure_rate=0.03, step_seconds=(300, 2400)),
-    JobSpec("cache-warmup", "tasklet", (_WARM,), _one_step(_WARM), _cache_warmup,
-            weight=32, failure_rate=0.02, step_seconds=(5, 60)),
+    JobSpec(
+        "fx-rates-refresh",
+        "tasklet",
+        (_FETCH,),
+        _one_step(_FETCH),
+        _fx_rates,
+        weight=64,
+        failure_rate=0.05,
+        step_seconds=(2, 30),
+    ),
+    JobSpec(
+        "warehouse-vacuum",
+        "tasklet",
+        (_VACUUM,),
+        _one_step(_VACUUM),
+        _vacuum,
+        weight=24,
+        failure_rate=0.03,
+        step_seconds=(300, 2400),
+    ),
+    JobSpec(
+        "cache-warmup",
+        "tasklet",
+        (_WARM,),
+        _one_step(_WARM),
+        _cache_warmup,
+        weight=32,
+        failure_rate=0.02,
+        step_seconds=(5, 60),
+    ),
     JobSpec(
         "month-end-close",
         "flow",
         (
             Node("freeze-ledger", "tasklet"),
-            Node("balance-check", "decision",
-                 outcomes=(("BALANCED", 6), ("ADJUST", 3), ("HOLD", 1))),
+            Node(
+                "balance-check",
+                "decision",
+                outcomes=(("BALANCED", 6), ("ADJUST", 3), ("HOLD", 1)),
+            ),
             Node("post-adjustments", "chunk", chunk_size=250),
             Node("publish-reports", "tasklet"),
         ),
@@ -512,7 +567,9 @@ CATALOGUE: tuple[JobSpec, ...] = (
         (
             Node("validate-timesheets", "chunk", chunk_size=1500),
             Node("compute-pay", "chunk", chunk_size=1500),
-            Node("approval-gate", "decision", outcomes=(("APPROVED", 9), ("REJECTED", 1))),
+            Node(
+                "approval-gate", "decision", outcomes=(("APPROVED", 9), ("REJECTED", 1))
+            ),
             Node("export-bank-file", "tasklet"),
         ),
         (
@@ -609,19 +666,3 @@ def job(name: str) -> JobSpec:
         if spec.name == name:
             return spec
     raise KeyError(name)
-
-
-def spread(start: datetime, end: datetime, count: int) -> list[datetime]:
-    """Return ``count`` instants evenly spaced over ``[start, end)``, in ms."""
-    if count <= 0:
-        return []
-    span = (end - start) / count
-    return [
-        (start + span * index).replace(microsecond=(start + span * index).microsecond // 1000 * 1000)
-        for index in range(count)
-    ]
-
-
-def truncate_ms(moment: datetime) -> datetime:
-    """Drop sub-millisecond precision: the runtime's clock is in milliseconds."""
-    return moment - timedelta(microseconds=moment.microsecond % 1000)

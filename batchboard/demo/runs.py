@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -36,9 +36,9 @@ from batchboard.digests import JobParameter, instance_key
 from batchboard.models import FlowDecision, JobExecution, StepExecution
 from batchboard.repository import (
     ChunkCounts,
-    FlowTarget,
     Definition,
     Failure,
+    FlowTarget,
     JobRepository,
     PartitionEntry,
     StatePayload,
@@ -187,7 +187,9 @@ class JobRun:
     def _play(self) -> Iterator[None]:
         repo = self.repository
         if self.execution is None:
-            self.execution = repo.launch(self.spec.name, self.parameters, self.definition)
+            self.execution = repo.launch(
+                self.spec.name, self.parameters, self.definition
+            )
         self.status = "STARTING"
         yield
         if self.plan.event == "STARTING":
@@ -217,8 +219,12 @@ class JobRun:
                 transition = self.spec.next_target(node.id, "COMPLETED")
                 self.pace(0.01)
                 self._decide(
-                    node, reused.source_step_execution_id, "COMPLETED", transition,
-                    "COMPLETED_STEP_REUSE", reused=decision_id,
+                    node,
+                    reused.source_step_execution_id,
+                    "COMPLETED",
+                    transition,
+                    "COMPLETED_STEP_REUSE",
+                    reused=decision_id,
                 )
                 yield
             else:
@@ -279,7 +285,7 @@ class JobRun:
             return self.repository.create_step(self.execution_id, name)
         return self.repository.create_flow_step(self.execution_id, name, node_id)
 
-    def _run_node(self, node: Node) -> Iterator[None | str]:
+    def _run_node(self, node: Node) -> Generator[None, None, str]:
         """Run a step node; return its outcome (or UNKNOWN/VANISH/LEFT)."""
         repo = self.repository
         self.pace(self.rng.uniform(0.01, 0.3))
@@ -295,15 +301,17 @@ class JobRun:
         if node.kind == "tasklet":
             self.pace(seconds * (self.plan.fraction if event_here else 1.0))
             if event_here:
-                return (yield from self._event())
+                return self._event()
             if self._stop_observed():
-                return (yield from self._stop_step())
-            return (yield from self._end_step("COMPLETED"))
+                return self._end_step("STOPPED")
+            return self._end_step("COMPLETED")
         if node.kind == "chunk":
             return (yield from self._run_chunks(node, seconds, event_here))
         return (yield from self._run_partitions(node, seconds, event_here))
 
-    def _run_chunks(self, node: Node, seconds: float, event_here: bool) -> Iterator[None | str]:
+    def _run_chunks(
+        self, node: Node, seconds: float, event_here: bool
+    ) -> Generator[None, None, str]:
         repo = self.repository
         assert self.step is not None
         size = node.chunk_size * self.revision.chunk_scale
@@ -322,9 +330,12 @@ class JobRun:
                     self.step.version,
                     job_execution_id=self.execution_id,
                     phase=self.rng.choice(("read", "process", "write")),
-                    fault_state={"checkpoint": hashlib.sha256(
-                        str(self.step.read_count).encode()
-                    ).hexdigest(), "entries": [{"attempt": 1}]},
+                    fault_state={
+                        "checkpoint": hashlib.sha256(
+                            str(self.step.read_count).encode()
+                        ).hexdigest(),
+                        "entries": [{"attempt": 1}],
+                    },
                 )
             skips = int(items * self.spec.skip_rate * self.rng.uniform(0.0, 2.0))
             filtered = items // 40
@@ -350,13 +361,15 @@ class JobRun:
                 yield None
                 # The current chunk's work winds down before the step stops.
                 self.pace(self.rng.uniform(2.0, 30.0))
-                return (yield from self._stop_step())
+                return self._end_step("STOPPED")
             if commit >= stop_after:
-                return (yield from self._event())
+                return self._event()
             yield None
-        return (yield from self._end_step("COMPLETED"))
+        return self._end_step("COMPLETED")
 
-    def _run_partitions(self, node: Node, seconds: float, event_here: bool) -> Iterator[None | str]:
+    def _run_partitions(
+        self, node: Node, seconds: float, event_here: bool
+    ) -> Generator[None, None, str]:
         repo = self.repository
         assert self.step is not None
         parent = self.step
@@ -388,13 +401,15 @@ class JobRun:
         )
         for index, partition in enumerate(pending):
             if index == vanish:
-                return (yield from self._event())
+                return self._event()
             if self._stop_observed():
                 break
             self.pace(seconds / max(1, len(pending)))
             worker_name = partition_worker_name(node.id, partition.partition_key)
             worker = repo.create_flow_step(self.execution_id, worker_name, worker_name)
-            partition = repo.assign_partition(partition.pk, partition.version, worker.pk)
+            partition = repo.assign_partition(
+                partition.pk, partition.version, worker.pk
+            )
             worker = repo.transition_step(worker.pk, worker.version, "STARTED")
             items = max(1, self.memory.volume // max(1, len(partitions)))
             worker = repo.commit_chunk(
@@ -407,7 +422,9 @@ class JobRun:
             if index == failing:
                 status = "FAILED"
                 worker = repo.transition_step(
-                    worker.pk, worker.version, "FAILED",
+                    worker.pk,
+                    worker.version,
+                    "FAILED",
                     failure=Failure(self.plan.category, self._failure_id()),
                 )
             else:
@@ -420,10 +437,12 @@ class JobRun:
             yield None
         if self._stop_observed():
             # Partitions not yet run are left unassigned; the parent stops.
-            return (yield from self._stop_step())
+            return self._end_step("STOPPED")
         self.step = repo.aggregate_partitions(parent.pk, parent.version)
         outcome = self.step.status
-        self.step = repo.enrich_step_exit_status(self.step.pk, self.step.version, outcome)
+        self.step = repo.enrich_step_exit_status(
+            self.step.pk, self.step.version, outcome
+        )
         return outcome
 
     # -- endings -------------------------------------------------------------------
@@ -432,14 +451,14 @@ class JobRun:
         self.memory.failure_serial += 1
         return self.execution_id * 100 + self.memory.failure_serial
 
-    def _event(self) -> Iterator[None | str]:
+    def _event(self) -> str:
         repo = self.repository
         assert self.step is not None
         event = self.plan.event
         if event == "FAILED":
-            return (yield from self._end_step(
+            return self._end_step(
                 "FAILED", Failure(self.plan.category, self._failure_id())
-            ))
+            )
         if event == "UNKNOWN":
             step = repo.get_step(self.step.pk)
             self.step = repo.transition_step(step.pk, step.version, "UNKNOWN")
@@ -451,17 +470,17 @@ class JobRun:
             return "UNKNOWN"
         # VANISH: the process is gone; nothing more is written.
         return "VANISH"
-        yield None  # pragma: no cover - keeps this a generator
 
-    def _end_step(self, status: str, failure: Failure | None = None) -> Iterator[None | str]:
+    def _end_step(self, status: str, failure: Failure | None = None) -> str:
         repo = self.repository
         assert self.step is not None
         # self.step is the row as this run last wrote it; nobody else
         # writes a running step.
-        step = repo.transition_step(self.step.pk, self.step.version, status, failure=failure)
+        step = repo.transition_step(
+            self.step.pk, self.step.version, status, failure=failure
+        )
         self.step = repo.enrich_step_exit_status(step.pk, step.version, status)
         return status
-        yield None  # pragma: no cover - keeps this a generator
 
     def _stop_observed(self) -> bool:
         control = self.repository.observe_control(self.execution_id, self.token)
@@ -469,9 +488,6 @@ class JobRun:
         if control.should_stop:
             self.status = "STOPPING"
         return control.should_stop
-
-    def _stop_step(self) -> Iterator[None | str]:
-        return (yield from self._end_step("STOPPED"))
 
     # -- flow decisions ------------------------------------------------------------
 
@@ -512,7 +528,9 @@ def _weighted(rng: random.Random, choices: tuple[tuple[str, int], ...]) -> str:
     return rng.choice(names)
 
 
-def _partition_entry(node: Node, ordinal: int, count: int, volume: int) -> PartitionEntry:
+def _partition_entry(
+    node: Node, ordinal: int, count: int, volume: int
+) -> PartitionEntry:
     share = volume // count
     return PartitionEntry(
         partition_key(node, ordinal, count),

@@ -31,7 +31,7 @@ from batchboard import conf
 from batchboard.demo.audit import Operator
 from batchboard.demo.catalogue import CATALOGUE, JobSpec, Revision
 from batchboard.demo.runs import InstanceMemory, JobRun, RunPlan
-from batchboard.digests import JobParameter, epoch_ms
+from batchboard.digests import JobParameter, epoch_ms, parameters_from_json
 from batchboard.models import (
     FlowDecision,
     JobExecution,
@@ -108,9 +108,7 @@ class _Timeline:
 class Seeder:
     """Play ``instances`` instances of the catalogue onto the timeline."""
 
-    def __init__(
-        self, *, instances: int, seed: int, now: datetime, using: str
-    ) -> None:
+    def __init__(self, *, instances: int, seed: int, now: datetime, using: str) -> None:
         self.rng = random.Random(seed)
         self.now = now
         self.start = now - timedelta(days=HISTORY_DAYS)
@@ -123,9 +121,13 @@ class Seeder:
         earlier = OperatorRequest.objects.using(using).count()
         run = f"{epoch_ms(now):x}-{earlier}"
         self.operators = [
-            Operator(self.repository, actor="ops@example.org", prefix=f"demo-{run}-ops"),
+            Operator(
+                self.repository, actor="ops@example.org", prefix=f"demo-{run}-ops"
+            ),
             Operator(self.repository, actor="oncall.bot", prefix=f"demo-{run}-bot"),
-            Operator(self.repository, actor="jane.doe@example.org", prefix=f"demo-{run}-jd"),
+            Operator(
+                self.repository, actor="jane.doe@example.org", prefix=f"demo-{run}-jd"
+            ),
         ]
         self.count = instances
         self.using = using
@@ -137,14 +139,18 @@ class Seeder:
         for spec in CATALOGUE:
             rows = []
             for index, revision in enumerate(spec.revisions):
-                self.clock.set(self.start - timedelta(days=1) if index == 0 else self.switch)
+                self.clock.set(
+                    self.start - timedelta(days=1) if index == 0 else self.switch
+                )
                 rows.append(
                     self.repository.register_definition(
                         spec.name, Definition(revision.name, spec.manifest(revision))
                     )
                 )
             for (old, new), (before, after) in zip(
-                itertools.pairwise(spec.revisions), itertools.pairwise(rows), strict=True
+                itertools.pairwise(spec.revisions),
+                itertools.pairwise(rows),
+                strict=True,
             ):
                 self.repository.register_upgrade(
                     before.pk,
@@ -165,7 +171,9 @@ class Seeder:
         # Numbering continues after instances already there (--force), so a
         # second seeding adds new instances instead of relaunching old ones.
         serials: dict[str, int] = {
-            spec.name: JobInstance.objects.using(self.using).filter(job_name=spec.name).count()
+            spec.name: JobInstance.objects.using(self.using)
+            .filter(job_name=spec.name)
+            .count()
             for spec in CATALOGUE
         }
         upgrade_marked: set[str] = set()
@@ -208,20 +216,21 @@ class Seeder:
         # Warm-ups are never restarted, so a purge of their history never
         # meets a restart chain that reaches past its candidates.
         eligible = [
-            item for item in instances
+            item
+            for item in instances
             if not item[1].scenario and item[1].spec.name != "cache-warmup"
         ]
         stoppable = [item for item in eligible if item[1].spec.entry.kind == "chunk"]
-        for moment, instance in stoppable[3 :: _every(stoppable, 60)]:
+        for _moment, instance in stoppable[3 :: _every(stoppable, 60)]:
             instance.scenario = "stop"
         plain = [item for item in eligible if not item[1].scenario]
-        for moment, instance in plain[5 :: _every(plain, 90)]:
+        for _moment, instance in plain[5 :: _every(plain, 90)]:
             instance.scenario = "vanish"
         plain = [item for item in plain if not item[1].scenario]
-        for moment, instance in plain[1 :: _every(plain, 150)]:
+        for _moment, instance in plain[1 :: _every(plain, 150)]:
             instance.scenario = "unknown"
         plain = [item for item in plain if not item[1].scenario]
-        for moment, instance in plain[2 :: _every(plain, 200)]:
+        for _moment, instance in plain[2 :: _every(plain, 200)]:
             instance.scenario = "hold"
         instances.extend(self._tail(serials))
         for moment, instance in instances:
@@ -291,7 +300,9 @@ class Seeder:
             # Now and then someone launches a run from the console.
             revision = self.revision(spec, moment)
             outcome = self.operators[2].launch(
-                spec.name, instance.parameters, Definition(revision.name, spec.manifest(revision))
+                spec.name,
+                instance.parameters,
+                Definition(revision.name, spec.manifest(revision)),
             )
             launched = outcome.execution
         track = _Track(self, moment)
@@ -376,7 +387,9 @@ class Seeder:
         assert instance.instance_id is not None
         revision = self.revision(instance.spec, moment)
         definition = Definition(revision.name, instance.spec.manifest(revision))
-        outcome = self.rng.choice(self.operators).restart(instance.instance_id, definition)
+        outcome = self.rng.choice(self.operators).restart(
+            instance.instance_id, definition
+        )
         if outcome.applied:
             self._start(instance, moment, launched=outcome.execution)
 
@@ -409,38 +422,54 @@ class Seeder:
                 return
             if roll < 0.45:
                 operator.recover(
-                    execution.pk, expected_version=execution.version,
-                    reason="HOST_LOST", resulting="FAILED",
-                    category="UNKNOWN_COMMIT", failure_id=execution.pk,
+                    execution.pk,
+                    expected_version=execution.version,
+                    reason="HOST_LOST",
+                    resulting="FAILED",
+                    category="UNKNOWN_COMMIT",
+                    failure_id=execution.pk,
                 )  # rejected: an unknown commit needs UNKNOWN_EFFECT
             if roll < 0.8:
                 outcome = operator.recover(
-                    execution.pk, expected_version=execution.version,
-                    reason="UNKNOWN_EFFECT", resulting="FAILED",
-                    category="UNKNOWN_COMMIT", failure_id=execution.pk,
+                    execution.pk,
+                    expected_version=execution.version,
+                    reason="UNKNOWN_EFFECT",
+                    resulting="FAILED",
+                    category="UNKNOWN_COMMIT",
+                    failure_id=execution.pk,
                 )
             else:
                 outcome = operator.recover(
-                    execution.pk, expected_version=execution.version,
-                    reason="UNKNOWN_EFFECT", resulting="ABANDONED",
+                    execution.pk,
+                    expected_version=execution.version,
+                    reason="UNKNOWN_EFFECT",
+                    resulting="ABANDONED",
                 )
         else:
             if roll < 0.15:
                 operator.recover(
-                    execution.pk, expected_version=execution.version + 1,
-                    reason="HOST_LOST", resulting="FAILED",
-                    category="STALE_RECOVERED", failure_id=execution.pk,
+                    execution.pk,
+                    expected_version=execution.version + 1,
+                    reason="HOST_LOST",
+                    resulting="FAILED",
+                    category="STALE_RECOVERED",
+                    failure_id=execution.pk,
                 )  # rejected: optimistic conflict
             if roll < 0.75:
                 outcome = operator.recover(
-                    execution.pk, expected_version=execution.version,
-                    reason="HOST_LOST", resulting="FAILED",
-                    category="STALE_RECOVERED", failure_id=execution.pk,
+                    execution.pk,
+                    expected_version=execution.version,
+                    reason="HOST_LOST",
+                    resulting="FAILED",
+                    category="STALE_RECOVERED",
+                    failure_id=execution.pk,
                 )
             else:
                 outcome = operator.recover(
-                    execution.pk, expected_version=execution.version,
-                    reason="HOST_LOST", resulting="ABANDONED",
+                    execution.pk,
+                    expected_version=execution.version,
+                    reason="HOST_LOST",
+                    resulting="ABANDONED",
                 )
         if outcome.applied and outcome.request.result_status == "FAILED":
             later = self.clock.now() + timedelta(minutes=self.rng.uniform(2, 60))
@@ -452,12 +481,16 @@ class Seeder:
 
         def hold() -> None:
             assert instance.instance_id is not None
-            operator.hold(instance.instance_id, self.rng.choice(("LEGAL_HOLD", "AUDIT_2026")))
+            operator.hold(
+                instance.instance_id, self.rng.choice(("LEGAL_HOLD", "AUDIT_2026"))
+            )
             if self.rng.random() < 0.4:
                 release_at = self.clock.now() + timedelta(days=self.rng.uniform(1, 10))
                 self.timeline.at(
                     release_at,
-                    lambda: operator.release_hold(instance.instance_id or 0, "AUDIT_CLOSED"),
+                    lambda: operator.release_hold(
+                        instance.instance_id or 0, "AUDIT_CLOSED"
+                    ),
                 )
 
         self.timeline.at(hold_at, hold)
@@ -468,7 +501,9 @@ class Seeder:
         self.timeline.at(
             self.now - timedelta(hours=2),
             lambda: operator.purge(
-                "cache-warmup", reason="RETENTION_POLICY", min_age_seconds=2_592_000,
+                "cache-warmup",
+                reason="RETENTION_POLICY",
+                min_age_seconds=2_592_000,
                 batch=200,
             ),
         )
@@ -502,8 +537,6 @@ class Seeder:
                     pk=execution.job_instance_id
                 )
                 spec = next(s for s in CATALOGUE if s.name == instance.job_name)
-                from batchboard.digests import parameters_from_json
-
                 revision = self.revision(spec, self.now)
                 operator.launch(
                     spec.name,

@@ -60,7 +60,9 @@ class Simulator:
     values.
     """
 
-    repository: JobRepository = field(default_factory=lambda: JobRepository(clock=SystemClock()))
+    repository: JobRepository = field(
+        default_factory=lambda: JobRepository(clock=SystemClock())
+    )
     seed: int | None = None
     concurrency: int = 4
     launch_every: tuple[float, float] = (2.0, 6.0)
@@ -166,11 +168,18 @@ class Simulator:
             self._vanish(live)
             return
         self.active.remove(live)
-        self.say(f"finished {live.spec.name} (execution {run.execution_id}) {run.status}")
+        self.say(
+            f"finished {live.spec.name} (execution {run.execution_id}) {run.status}"
+        )
         if run.status == "FAILED":
             # Failed work is relaunched after a pause, as a scheduler would.
             self.pending.append(
-                _Pending(now + self.rng.uniform(2.0, 5.0), live.spec, live.parameters, live.memory)
+                _Pending(
+                    now + self.rng.uniform(2.0, 5.0),
+                    live.spec,
+                    live.parameters,
+                    live.memory,
+                )
             )
 
     def run(

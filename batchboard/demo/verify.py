@@ -85,8 +85,13 @@ def check_history(using: str | None = None) -> list[str]:
     instances = {
         row["id"]: row
         for row in JobInstance.objects.using(alias).values(
-            "id", "job_name", "instance_key", "identifying_parameters",
-            "hold_actor", "hold_reason", "hold_placed_at",
+            "id",
+            "job_name",
+            "instance_key",
+            "identifying_parameters",
+            "hold_actor",
+            "hold_reason",
+            "hold_placed_at",
         )
     }
     for row in instances.values():
@@ -107,10 +112,24 @@ def check_history(using: str | None = None) -> list[str]:
     executions = {
         row["id"]: row
         for row in JobExecution.objects.using(alias).values(
-            "id", "job_instance_id", "definition_id", "upgrade_from_definition_id",
-            "restart_of_execution_id", "attempt", "status", "exit_code", "parameters",
-            "failure_category", "failure_id", "created_at", "started_at", "ended_at",
-            "updated_at", "version", "owner_token", "stop_requested_at",
+            "id",
+            "job_instance_id",
+            "definition_id",
+            "upgrade_from_definition_id",
+            "restart_of_execution_id",
+            "attempt",
+            "status",
+            "exit_code",
+            "parameters",
+            "failure_category",
+            "failure_id",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "updated_at",
+            "version",
+            "owner_token",
+            "stop_requested_at",
             "stop_requested_by",
         )
     }
@@ -138,7 +157,9 @@ def check_history(using: str | None = None) -> list[str]:
         if attempts != list(range(1, len(rows) + 1)):
             problems.append(f"instance {instance_id}: attempts not 1..{len(rows)}")
         if sum(1 for row in rows if row["status"] in UNRESOLVED) > 1:
-            problems.append(f"instance {instance_id}: more than one unresolved execution")
+            problems.append(
+                f"instance {instance_id}: more than one unresolved execution"
+            )
         for previous, row in zip([None, *rows[:-1]], rows, strict=True):
             label = f"execution {row['id']}"
             if previous is None:
@@ -150,9 +171,7 @@ def check_history(using: str | None = None) -> list[str]:
             if row["restart_of_execution_id"] != previous["id"]:
                 problems.append(f"{label}: restart_of is not the previous attempt")
             if previous["status"] not in ("FAILED", "STOPPED"):
-                problems.append(
-                    f"{label}: restarts a {previous['status']} attempt"
-                )
+                problems.append(f"{label}: restarts a {previous['status']} attempt")
             if previous["ended_at"] is None or row["created_at"] < previous["ended_at"]:
                 problems.append(f"{label}: created before the previous attempt ended")
             if row["definition_id"] != previous["definition_id"]:
@@ -162,7 +181,9 @@ def check_history(using: str | None = None) -> list[str]:
                 elif edge not in edges:
                     problems.append(f"{label}: no upgrade edge {edge}")
             elif row["upgrade_from_definition_id"] is not None:
-                problems.append(f"{label}: upgrade recorded without a definition change")
+                problems.append(
+                    f"{label}: upgrade recorded without a definition change"
+                )
 
     recovered = set(
         RecoveryDecision.objects.using(alias).values_list("job_execution_id", flat=True)
@@ -170,11 +191,26 @@ def check_history(using: str | None = None) -> list[str]:
     steps = {
         row["id"]: row
         for row in StepExecution.objects.using(alias).values(
-            "id", "job_execution_id", "step_name", "step_logical_id", "status",
-            "exit_code", "failure_category", "failure_id", "created_at",
-            "started_at", "ended_at", "updated_at", "version", "read_count",
-            "write_count", "processed_count", "filter_count", "commit_count",
-            "fault_state_payload", "fault_state_checksum",
+            "id",
+            "job_execution_id",
+            "step_name",
+            "step_logical_id",
+            "status",
+            "exit_code",
+            "failure_category",
+            "failure_id",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "updated_at",
+            "version",
+            "read_count",
+            "write_count",
+            "processed_count",
+            "filter_count",
+            "commit_count",
+            "fault_state_payload",
+            "fault_state_checksum",
         )
     }
     for row in steps.values():
@@ -196,8 +232,10 @@ def check_history(using: str | None = None) -> list[str]:
             )
         if execution["status"] == "COMPLETED" and row["status"] != "COMPLETED":
             problems.append(f"{label}: {row['status']} under a COMPLETED execution")
-        if execution["ended_at"] and row["ended_at"] and (
-            row["ended_at"] > execution["ended_at"]
+        if (
+            execution["ended_at"]
+            and row["ended_at"]
+            and (row["ended_at"] > execution["ended_at"])
         ):
             problems.append(f"{label}: ended after its execution")
         checksum = digests.fault_state_checksum(row["fault_state_payload"])
@@ -205,14 +243,23 @@ def check_history(using: str | None = None) -> list[str]:
             problems.append(f"{label}: fault state checksum does not recompute")
 
     for row in StepPartition.objects.using(alias).values(
-        "id", "step_execution_id", "worker_step_execution_id", "status",
-        "context_format", "context_schema", "context_schema_version",
-        "context_payload", "context_checksum", "partition_ordinal",
+        "id",
+        "step_execution_id",
+        "worker_step_execution_id",
+        "status",
+        "context_format",
+        "context_schema",
+        "context_schema_version",
+        "context_payload",
+        "context_checksum",
+        "partition_ordinal",
     ):
         label = f"partition {row['id']}"
         checksum = digests.partition_context_checksum(
-            row["context_format"], row["context_schema"],
-            row["context_schema_version"], row["context_payload"],
+            row["context_format"],
+            row["context_schema"],
+            row["context_schema_version"],
+            row["context_payload"],
         )
         if checksum != bytes(row["context_checksum"]):
             problems.append(f"{label}: context checksum does not recompute")
@@ -236,8 +283,13 @@ def check_history(using: str | None = None) -> list[str]:
                 problems.append(f"{label}: status differs from its worker's")
 
     for row in FlowDecision.objects.using(alias).values(
-        "id", "job_execution_id", "source_step_execution_id", "target_node_id",
-        "terminal_kind", "plan_fingerprint", "source_node_id",
+        "id",
+        "job_execution_id",
+        "source_step_execution_id",
+        "target_node_id",
+        "terminal_kind",
+        "plan_fingerprint",
+        "source_node_id",
     ):
         label = f"flow decision {row['id']}"
         if (row["target_node_id"] is None) == (row["terminal_kind"] is None):
@@ -255,7 +307,11 @@ def check_history(using: str | None = None) -> list[str]:
                 problems.append(f"{label}: source step is another node")
 
     for row in RecoveryDecision.objects.using(alias).values(
-        "id", "job_execution_id", "prior_status", "resulting_status", "decided_at",
+        "id",
+        "job_execution_id",
+        "prior_status",
+        "resulting_status",
+        "decided_at",
         "execution_version",
     ):
         label = f"recovery decision {row['id']}"
@@ -266,8 +322,13 @@ def check_history(using: str | None = None) -> list[str]:
             problems.append(f"{label}: execution version did not move past it")
 
     for row in OperatorRequest.objects.using(alias).values(
-        "id", "outcome_class", "rejection_code", "request_digest", "action",
-        "prior_status", "result_status",
+        "id",
+        "outcome_class",
+        "rejection_code",
+        "request_digest",
+        "action",
+        "prior_status",
+        "result_status",
     ):
         label = f"operator request {row['id']}"
         if (row["outcome_class"] == "APPLIED") != (row["rejection_code"] is None):

@@ -45,9 +45,14 @@ def test_bulk_load_appends_and_moves_the_sequences() -> None:
     connection = connections[conf.database_alias()]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT nextval(pg_get_serial_sequence('oxide_batch.ob_job_instance', 'id'))")
+            cursor.execute(
+                "SELECT nextval(pg_get_serial_sequence('oxide_batch.ob_job_instance', 'id'))"
+            )
             (next_id,) = cursor.fetchone()
-        assert next_id > JobInstance.objects.order_by("-id").values_list("id", flat=True)[0]
+        assert (
+            next_id
+            > JobInstance.objects.order_by("-id").values_list("id", flat=True)[0]
+        )
 
 
 def test_bulk_load_is_deterministic() -> None:

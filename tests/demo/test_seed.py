@@ -38,7 +38,9 @@ def test_seeded_history_is_lawful_and_covers_every_scenario() -> None:
     statuses = set(JobExecution.objects.values_list("status", flat=True))
     assert {"COMPLETED", "FAILED", "STARTING", "STARTED", "STOPPING"} <= statuses
     assert statuses & {"STOPPED", "ABANDONED", "UNKNOWN"}
-    assert JobExecution.objects.filter(attempt__gt=1, restart_of_execution__isnull=False).exists()
+    assert JobExecution.objects.filter(
+        attempt__gt=1, restart_of_execution__isnull=False
+    ).exists()
     assert JobExecution.objects.filter(upgrade_from_definition__isnull=False).exists()
     assert JobExecution.objects.filter(stop_requested_at__isnull=False).exists()
     assert JobExecution.objects.filter(owner_token__isnull=False).exists()
@@ -50,15 +52,21 @@ def test_seeded_history_is_lawful_and_covers_every_scenario() -> None:
 
     kinds = {
         entry["type"]
-        for parameters in JobInstance.objects.values_list("identifying_parameters", flat=True)
+        for parameters in JobInstance.objects.values_list(
+            "identifying_parameters", flat=True
+        )
         for entry in parameters.values()
     }
     assert kinds == {"string", "i64", "u64", "bool"}
 
     partition_counts = set(
-        StepPartition.objects.values("step_execution").annotate(n=Count("id")).values_list("n", flat=True)
+        StepPartition.objects.values("step_execution")
+        .annotate(n=Count("id"))
+        .values_list("n", flat=True)
     )
-    assert partition_counts and min(partition_counts) >= 4 and max(partition_counts) <= 64
+    assert (
+        partition_counts and min(partition_counts) >= 4 and max(partition_counts) <= 64
+    )
     assert FlowDecision.objects.filter(transition_kind="DECIDER").exists()
     assert FlowDecision.objects.filter(transition_kind="STEP_EXIT").exists()
     assert StepExecution.objects.filter(commit_count__gt=1).exists()
@@ -68,7 +76,10 @@ def test_seeded_history_is_lawful_and_covers_every_scenario() -> None:
     assert outcomes == {"APPLIED", "REJECTED"}
     actions = set(RetentionAction.objects.values_list("action", flat=True))
     assert {"HOLD", "APPLY_PURGE"} <= actions
-    assert JobInstance.objects.filter(hold_actor__isnull=False).exists() or "RELEASE_HOLD" in actions
+    assert (
+        JobInstance.objects.filter(hold_actor__isnull=False).exists()
+        or "RELEASE_HOLD" in actions
+    )
 
 
 def _fingerprint() -> str:
@@ -78,30 +89,73 @@ def _fingerprint() -> str:
     def add(rows: object) -> None:
         for row in rows:  # type: ignore[attr-defined]
             digest.update(
-                repr(tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)).encode()
+                repr(
+                    tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+                ).encode()
             )
 
-    add(JobInstance.objects.order_by("id").values_list(
-        "id", "job_name", "instance_key", "created_at", "hold_actor"
-    ))
-    add(JobExecution.objects.order_by("id").values_list(
-        "id", "job_instance_id", "definition_id", "restart_of_execution_id", "attempt",
-        "status", "exit_code", "created_at", "started_at", "ended_at", "updated_at",
-        "version", "failure_category", "failure_id", "owner_token", "stop_requested_at",
-    ))
-    add(StepExecution.objects.order_by("id").values_list(
-        "id", "job_execution_id", "step_name", "status", "read_count", "write_count",
-        "commit_count", "version", "updated_at",
-    ))
-    add(StepPartition.objects.order_by("id").values_list(
-        "id", "worker_step_execution_id", "status", "context_checksum"
-    ))
-    add(FlowDecision.objects.order_by("id").values_list(
-        "id", "sequence", "source_node_id", "observed_outcome", "input_digest", "decided_at"
-    ))
-    add(OperatorRequest.objects.order_by("id").values_list(
-        "action", "operation_id", "request_digest", "outcome_class", "rejection_code"
-    ))
+    add(
+        JobInstance.objects.order_by("id").values_list(
+            "id", "job_name", "instance_key", "created_at", "hold_actor"
+        )
+    )
+    add(
+        JobExecution.objects.order_by("id").values_list(
+            "id",
+            "job_instance_id",
+            "definition_id",
+            "restart_of_execution_id",
+            "attempt",
+            "status",
+            "exit_code",
+            "created_at",
+            "started_at",
+            "ended_at",
+            "updated_at",
+            "version",
+            "failure_category",
+            "failure_id",
+            "owner_token",
+            "stop_requested_at",
+        )
+    )
+    add(
+        StepExecution.objects.order_by("id").values_list(
+            "id",
+            "job_execution_id",
+            "step_name",
+            "status",
+            "read_count",
+            "write_count",
+            "commit_count",
+            "version",
+            "updated_at",
+        )
+    )
+    add(
+        StepPartition.objects.order_by("id").values_list(
+            "id", "worker_step_execution_id", "status", "context_checksum"
+        )
+    )
+    add(
+        FlowDecision.objects.order_by("id").values_list(
+            "id",
+            "sequence",
+            "source_node_id",
+            "observed_outcome",
+            "input_digest",
+            "decided_at",
+        )
+    )
+    add(
+        OperatorRequest.objects.order_by("id").values_list(
+            "action",
+            "operation_id",
+            "request_digest",
+            "outcome_class",
+            "rejection_code",
+        )
+    )
     add(RecoveryDecision.objects.order_by("id").values_list("id", "evidence_digest"))
     return digest.hexdigest()
 
@@ -134,4 +188,6 @@ def test_the_command_rejects_mixed_options() -> None:
     with pytest.raises(CommandError, match="--bulk"):
         call_command("batchboard_seed", "--executions", "10", stdout=StringIO())
     with pytest.raises(CommandError, match="--instances"):
-        call_command("batchboard_seed", "--bulk", "--instances", "10", stdout=StringIO())
+        call_command(
+            "batchboard_seed", "--bulk", "--instances", "10", stdout=StringIO()
+        )

@@ -33,7 +33,9 @@ def test_runs_advance_chunk_by_chunk_and_finish() -> None:
     commits = []
     for _ in range(40):
         simulator.tick()
-        step = StepExecution.objects.filter(job_execution_id=live.run.execution_id).first()
+        step = StepExecution.objects.filter(
+            job_execution_id=live.run.execution_id
+        ).first()
         if step is not None:
             commits.append(step.commit_count)
         if live.run.done:
@@ -81,7 +83,9 @@ def test_one_process_vanishes_and_failures_are_restarted() -> None:
     assert failing.run.status == "FAILED"
     simulator.clock = lambda: 1e12  # the restart pause is over
     simulator.tick()
-    restarted = JobExecution.objects.filter(restart_of_execution_id=failing.run.execution_id)
+    restarted = JobExecution.objects.filter(
+        restart_of_execution_id=failing.run.execution_id
+    )
     assert restarted.exists()
     assert check_history() == []
 
@@ -89,7 +93,13 @@ def test_one_process_vanishes_and_failures_are_restarted() -> None:
 def test_the_command_runs_for_max_seconds_then_exits() -> None:
     out = StringIO()
     call_command(
-        "batchboard_simulate", "--max-seconds", "1.5", "--tick", "0.1", "--seed", "2",
+        "batchboard_simulate",
+        "--max-seconds",
+        "1.5",
+        "--tick",
+        "0.1",
+        "--seed",
+        "2",
         stdout=out,
     )
     text = out.getvalue()

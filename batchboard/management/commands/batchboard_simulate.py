@@ -49,7 +49,8 @@ class Command(BaseCommand):
             stopping = True
 
         previous = {
-            sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)
+            sig: signal.signal(sig, interrupt)
+            for sig in (signal.SIGINT, signal.SIGTERM)
         }
         simulator = Simulator(
             seed=options["seed"],
