@@ -82,6 +82,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 id="batchboard.E003",
             )
         )
+    errors.extend(_action_database_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not 1 <= page_size <= 500:
         errors.append(
@@ -91,6 +92,46 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 id="batchboard.E004",
             )
         )
+    return errors
+
+
+ACTION_ROLES = ("OPERATOR", "RETENTION")
+
+
+def _action_database_errors() -> list[CheckMessage]:
+    """Validate ``ACTION_DATABASES``: known roles, defined aliases."""
+    configured = conf.get_config().get("ACTION_DATABASES") or {}
+    if not isinstance(configured, dict):
+        return [
+            Error(
+                "BATCHBOARD['ACTION_DATABASES'] must be a dict.",
+                hint='Use {"OPERATOR": "<alias>", "RETENTION": "<alias>"}, or '
+                "leave it out to write through BATCHBOARD['DATABASE'].",
+                id="batchboard.E005",
+            )
+        ]
+    errors: list[CheckMessage] = []
+    unknown = sorted(str(role) for role in configured if role not in ACTION_ROLES)
+    if unknown:
+        errors.append(
+            Error(
+                f"BATCHBOARD['ACTION_DATABASES'] has unknown roles: "
+                f"{', '.join(unknown)}.",
+                hint=f"Known roles: {', '.join(ACTION_ROLES)}.",
+                id="batchboard.E005",
+            )
+        )
+    for role, alias in sorted(configured.items(), key=lambda item: str(item[0])):
+        if alias not in settings.DATABASES:
+            errors.append(
+                Error(
+                    f"BATCHBOARD['ACTION_DATABASES'][{role!r}] names the alias "
+                    f"{alias!r}, which is not in DATABASES.",
+                    hint="Add that alias to DATABASES (the metadata database "
+                    "under the role's login) or remove the entry.",
+                    id="batchboard.E006",
+                )
+            )
     return errors
 
 
