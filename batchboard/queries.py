@@ -445,23 +445,33 @@ def job_strips(names: Sequence[str], length: int = STRIP_LENGTH) -> dict[str, li
         return strips
     columns = ("id", "status", "attempt", "job_instance_id", "created_at", "started_at", "ended_at")
     if _vendor() == "postgresql":
-        sql = (
-            "SELECT n.job_name, s.id, s.status, s.attempt, s.job_instance_id, "
-            "s.created_at, s.started_at, s.ended_at "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS n(job_name, ord) "
-            "CROSS JOIN LATERAL ("
-            "  SELECT e.id, e.status, e.attempt, e.job_instance_id, e.created_at, "
-            "         e.started_at, e.ended_at "
-            "  FROM ob_job_instance i "
-            "  JOIN ob_job_execution e ON e.job_instance_id = i.id "
-            '  WHERE i.job_name = n.job_name COLLATE "C" '
-            "  ORDER BY i.id DESC, e.attempt DESC LIMIT %s"
-            ") s ORDER BY n.ord"
+        # One branch per job with the name as a literal, so the planner uses
+        # that name's statistics: a rare job's newest instances come off the
+        # (job_name, id DESC) index instead of a walk down all instances
+        # (the generic estimate of a LATERAL parameter chose that walk).
+        # Each instance's latest attempts come off (job_instance_id,
+        # attempt DESC).
+        branch = (
+            "(SELECT %s::text AS job_name, e.id, e.status, e.attempt, "
+            "e.job_instance_id, e.created_at, e.started_at, e.ended_at FROM ("
+            "  SELECT i.id FROM ob_job_instance i WHERE i.job_name = %s "
+            "  ORDER BY i.id DESC LIMIT %s"
+            ") AS newest CROSS JOIN LATERAL ("
+            "  SELECT x.id, x.status, x.attempt, x.job_instance_id, x.created_at, "
+            "         x.started_at, x.ended_at FROM ob_job_execution x "
+            "  WHERE x.job_instance_id = newest.id ORDER BY x.attempt DESC LIMIT %s"
+            ") AS e ORDER BY e.job_instance_id DESC, e.attempt DESC LIMIT %s)"
         )
+        sql = " UNION ALL ".join([branch] * len(names))
+        params: list[Any] = []
+        for name in names:
+            params += [name, name, length, length, length]
         with connections[_using()].cursor() as cursor:
-            cursor.execute(sql, [list(names), length])
+            cursor.execute(sql, params)
             for job_name, *values in cursor.fetchall():
                 strips[job_name].append(dict(zip(columns, values)))
+        for strip in strips.values():
+            strip.sort(key=lambda run: (-run["job_instance_id"], -run["attempt"]))
         return strips
     ranked = (
         JobExecution.objects.using(_using())

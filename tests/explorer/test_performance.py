@@ -182,3 +182,16 @@ def test_executions_of_a_rare_job_walk_the_instance_index(db: None) -> None:
             plan = "\n".join(row[0] for row in cursor.fetchall())
         assert "ob_job_instance_name_identity" in plan, plan
         assert "Hash Join" not in plan and "Seq Scan" not in plan, plan
+
+
+@pytest.mark.postgresql
+def test_overview_strip_of_a_rare_job_uses_the_name_index(db: None) -> None:
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    with CaptureQueriesContext(connection) as captured:
+        queries.job_strips(["rare-job"])
+    (statement,) = captured.captured_queries
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + statement["sql"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "ob_job_instance_name_identity" in plan, plan
+    assert "ob_job_instance_pkey" not in plan, plan

@@ -282,3 +282,16 @@ def test_a_row_over_the_response_bound_is_still_listed(db: None) -> None:
     assert first.truncated and first.next_cursor
     second = queries.instances("huge", 5, first.next_cursor)
     assert [row["id"] for row in second.rows] == [small.pk]
+
+
+def test_job_strips_list_latest_executions_newest_first(db: None) -> None:
+    factories.definition("strip-job")
+    older = factories.instance("strip-job")
+    first = factories.execution(older, "FAILED")
+    retry = factories.execution(older, "COMPLETED", restart_of=first)
+    newer = factories.instance("strip-job")
+    latest = factories.execution(newer, "STARTED")
+    strips = queries.job_strips(["strip-job", "no-such-job"], length=2)
+    assert [run["id"] for run in strips["strip-job"]] == [latest.pk, retry.pk]
+    assert strips["no-such-job"] == []
+    assert queries.running_counts(["strip-job"]) == {"strip-job": 1}
