@@ -19,7 +19,6 @@ import hashlib
 import re
 import struct
 from dataclasses import dataclass
-from typing import Union
 
 from batchboard.digests import CanonicalWriter
 
@@ -50,17 +49,13 @@ class CursorError(ValueError):
 class CursorInvalid(CursorError):
     """The token is malformed, oversized, truncated or fails its checksum."""
 
-    message = (
-        "The continuation token is damaged or not a batchboard/oxide-batch token."
-    )
+    message = "The continuation token is damaged or not a batchboard/oxide-batch token."
 
 
 class CursorQueryMismatch(CursorError):
     """The token is intact but belongs to another query, filter or page size."""
 
-    message = (
-        "The continuation token belongs to a different list, filter or page size."
-    )
+    message = "The continuation token belongs to a different list, filter or page size."
 
 
 @dataclass(frozen=True)
@@ -85,7 +80,7 @@ class Name:
     name: str
 
 
-Key = Union[Identity, Ordered, Name]
+Key = Identity | Ordered | Name
 
 
 @dataclass(frozen=True)

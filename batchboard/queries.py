@@ -171,9 +171,7 @@ def _stored_size(column: str, table: str) -> RawSQL:
     qualified = f'"{table}"."{column}"'
     if _vendor() == "postgresql":
         return RawSQL(f"pg_column_size({qualified})", (), output_field=IntegerField())
-    return RawSQL(
-        f"length(CAST({qualified} AS BLOB))", (), output_field=IntegerField()
-    )
+    return RawSQL(f"length(CAST({qualified} AS BLOB))", (), output_field=IntegerField())
 
 
 def _parameter_kinds(table: str, column: str) -> RawSQL:
@@ -231,7 +229,9 @@ def _window(spec: QuerySpec, page_size: int, token: str | None) -> _Window:
     return _Window(spec, page_size, key, ceiling)
 
 
-def _bounded(queryset: QuerySet[Any], window: _Window, ceiling_source: Any) -> QuerySet[Any]:
+def _bounded(
+    queryset: QuerySet[Any], window: _Window, ceiling_source: Any
+) -> QuerySet[Any]:
     """Apply the identity ceiling: captured here on page one, else the cursor's."""
     if window.ceiling is None:
         return queryset.annotate(bb_ceiling=ceiling_source).filter(
@@ -430,7 +430,9 @@ def job_exists(job_name: str) -> bool:
     )
 
 
-def job_strips(names: Sequence[str], length: int = STRIP_LENGTH) -> dict[str, list[dict[str, Any]]]:
+def job_strips(
+    names: Sequence[str], length: int = STRIP_LENGTH
+) -> dict[str, list[dict[str, Any]]]:
     """
     Return each job's latest executions (newest instance first, then attempt).
 
@@ -443,7 +445,15 @@ def job_strips(names: Sequence[str], length: int = STRIP_LENGTH) -> dict[str, li
     strips: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     if not names:
         return strips
-    columns = ("id", "status", "attempt", "job_instance_id", "created_at", "started_at", "ended_at")
+    columns = (
+        "id",
+        "status",
+        "attempt",
+        "job_instance_id",
+        "created_at",
+        "started_at",
+        "ended_at",
+    )
     if _vendor() == "postgresql":
         # One branch per job with the name as a literal, so the planner uses
         # that name's statistics: a rare job's newest instances come off the
@@ -469,7 +479,7 @@ def job_strips(names: Sequence[str], length: int = STRIP_LENGTH) -> dict[str, li
         with connections[_using()].cursor() as cursor:
             cursor.execute(sql, params)
             for job_name, *values in cursor.fetchall():
-                strips[job_name].append(dict(zip(columns, values)))
+                strips[job_name].append(dict(zip(columns, values, strict=True)))
         for strip in strips.values():
             strip.sort(key=lambda run: (-run["job_instance_id"], -run["attempt"]))
         return strips
@@ -555,9 +565,11 @@ def instances(job_name: str, page_size: int, token: str | None = None) -> Page:
         rows,
         window,
         key=lambda row: cursors.Identity(row["id"]),
-        estimate=lambda row: _len(row["job_name"])
-        + 160
-        + sum(_len(name) + 24 for name, _ in row["parameters"]),
+        estimate=lambda row: (
+            _len(row["job_name"])
+            + 160
+            + sum(_len(name) + 24 for name, _ in row["parameters"])
+        ),
     )
 
 
@@ -567,7 +579,9 @@ def instance(instance_id: int) -> dict[str, Any] | None:
         JobInstance.objects.using(_using())
         .filter(id=instance_id)
         .annotate(
-            parameter_kinds=_parameter_kinds("ob_job_instance", "identifying_parameters")
+            parameter_kinds=_parameter_kinds(
+                "ob_job_instance", "identifying_parameters"
+            )
         )
         .values(
             "id",
@@ -616,7 +630,9 @@ def parameter_values(instance_id: int) -> dict[str, str]:
 # -- list_executions (of one instance) -----------------------------------------
 
 
-def instance_executions(instance_id: int, page_size: int, token: str | None = None) -> Page:
+def instance_executions(
+    instance_id: int, page_size: int, token: str | None = None
+) -> Page:
     """Return an instance's executions, latest attempt first."""
     window = _window(cursors.executions(instance_id), page_size, token)
     queryset = JobExecution.objects.using(_using()).filter(job_instance_id=instance_id)
@@ -705,10 +721,10 @@ def recent_executions(
 def _older_than(age_seconds: int) -> RawSQL:
     """Return ``now - age`` in database server time, whole seconds."""
     if _vendor() == "postgresql":
-        return RawSQL(
-            "CURRENT_TIMESTAMP - make_interval(secs => %s)", (age_seconds,)
-        )
-    return RawSQL("strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)", (f"-{age_seconds} seconds",))
+        return RawSQL("CURRENT_TIMESTAMP - make_interval(secs => %s)", (age_seconds,))
+    return RawSQL(
+        "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)", (f"-{age_seconds} seconds",)
+    )
 
 
 def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Page:
@@ -779,7 +795,9 @@ def execution(execution_id: int) -> dict[str, Any] | None:
 def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
     """Return an execution's steps in creation order."""
     window = _window(cursors.step_executions(execution_id), page_size, token)
-    queryset = StepExecution.objects.using(_using()).filter(job_execution_id=execution_id)
+    queryset = StepExecution.objects.using(_using()).filter(
+        job_execution_id=execution_id
+    )
     if window.after is not None:
         queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
     queryset = _bounded(queryset, window, _max_id(StepExecution.objects.all()))
@@ -790,7 +808,9 @@ def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
         "checkpoint_size",
         "context_size",
     ] + (["bb_ceiling"] if window.first else [])
-    rows = list(_step_values(queryset).order_by("id").values(*fields)[: window.page_size])
+    rows = list(
+        _step_values(queryset).order_by("id").values(*fields)[: window.page_size]
+    )
     page = _assemble(
         rows,
         window,
@@ -813,7 +833,13 @@ def steps_after(execution_id: int, after_id: int, limit: int) -> list[dict[str, 
     queryset = StepExecution.objects.using(_using()).filter(
         job_execution_id=execution_id, id__gt=after_id
     )
-    fields = [*STEP_FIELDS, "partitions_total", "partitions_done", "checkpoint_size", "context_size"]
+    fields = [
+        *STEP_FIELDS,
+        "partitions_total",
+        "partitions_done",
+        "checkpoint_size",
+        "context_size",
+    ]
     return list(_step_values(queryset).order_by("id").values(*fields)[:limit])
 
 
@@ -880,7 +906,9 @@ def partitions(step_id: int, page_size: int, token: str | None = None) -> Page:
         ["bb_ceiling"] if window.first else []
     )
     rows = list(
-        queryset.annotate(context_size=_stored_size("context_payload", "ob_step_partition"))
+        queryset.annotate(
+            context_size=_stored_size("context_payload", "ob_step_partition")
+        )
         .order_by("id")
         .values(*fields)[: window.page_size]
     )
@@ -909,7 +937,9 @@ def partition(partition_id: int) -> dict[str, Any] | None:
 def flow_decisions(execution_id: int, page_size: int, token: str | None = None) -> Page:
     """Return an execution's flow decisions by (sequence, id)."""
     window = _window(cursors.flow_decisions(execution_id), page_size, token)
-    queryset = FlowDecision.objects.using(_using()).filter(job_execution_id=execution_id)
+    queryset = FlowDecision.objects.using(_using()).filter(
+        job_execution_id=execution_id
+    )
     if window.after is not None:
         sequence, after_id = cursors.ordered_key(window.after)
         queryset = queryset.filter(
@@ -935,13 +965,15 @@ def flow_decisions(execution_id: int, page_size: int, token: str | None = None) 
         rows,
         window,
         key=lambda row: cursors.Ordered(row["sequence"], row["id"]),
-        estimate=lambda row: _len(row["source_node_id"])
-        + _len(row["observed_outcome"])
-        + 224,
+        estimate=lambda row: (
+            _len(row["source_node_id"]) + _len(row["observed_outcome"]) + 224
+        ),
     )
 
 
-def recovery_decisions(execution_id: int, page_size: int, token: str | None = None) -> Page:
+def recovery_decisions(
+    execution_id: int, page_size: int, token: str | None = None
+) -> Page:
     """Return an execution's recovery decisions by id."""
     window = _window(cursors.recovery_decisions(execution_id), page_size, token)
     queryset = RecoveryDecision.objects.using(_using()).filter(
@@ -965,13 +997,15 @@ def recovery_decisions(execution_id: int, page_size: int, token: str | None = No
         rows,
         window,
         key=lambda row: cursors.Identity(row["id"]),
-        estimate=lambda row: _len(row["reason_code"])
-        + _len(row["operator_reference"])
-        + 160,
+        estimate=lambda row: (
+            _len(row["reason_code"]) + _len(row["operator_reference"]) + 160
+        ),
     )
 
 
-def operator_requests(execution_id: int, page_size: int, token: str | None = None) -> Page:
+def operator_requests(
+    execution_id: int, page_size: int, token: str | None = None
+) -> Page:
     """Return the audited operator requests on an execution by id."""
     window = _window(cursors.operator_requests(execution_id), page_size, token)
     queryset = OperatorRequest.objects.using(_using()).filter(
@@ -1000,8 +1034,10 @@ def operator_requests(execution_id: int, page_size: int, token: str | None = Non
         rows,
         window,
         key=lambda row: cursors.Identity(row["id"]),
-        estimate=lambda row: _len(row["operation_id"])
-        + _len(row["actor_ref"])
-        + _len(row["reason_code"])
-        + 192,
+        estimate=lambda row: (
+            _len(row["operation_id"])
+            + _len(row["actor_ref"])
+            + _len(row["reason_code"])
+            + 192
+        ),
     )

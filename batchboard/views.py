@@ -150,7 +150,9 @@ def explorer_view(
         @functools.wraps(view)
         @require_GET
         @vary_on_headers("HX-Request")
-        def wrapped(request: HtmxHttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapped(
+            request: HtmxHttpRequest, *args: Any, **kwargs: Any
+        ) -> HttpResponse:
             try:
                 # Reading the user may reach the session and auth tables,
                 # so it belongs inside the database-error guard too.
@@ -250,7 +252,9 @@ class _Links:
         segment = quote(JobNameConverter().to_url(job_name), safe=_PATH_SAFE)
         return self._base("batchboard:job").replace(self._PLACEHOLDER, segment)
 
-    def executions(self, rows: list[dict[str, Any]], triage: bool = False) -> list[dict[str, Any]]:
+    def executions(
+        self, rows: list[dict[str, Any]], triage: bool = False
+    ) -> list[dict[str, Any]]:
         for row in rows:
             row["url"] = self.id("batchboard:execution", row["id"])
             row["job_url"] = self.job(row["job_name"])
@@ -277,9 +281,10 @@ class _Links:
         for row in rows:
             row["url"] = self.id("batchboard:instance", row["id"])
             latest = row["latest_id"]
-            row["latest_url"] = self.id("batchboard:execution", latest) if latest else None
+            row["latest_url"] = (
+                self.id("batchboard:execution", latest) if latest else None
+            )
         return rows
-
 
 
 def _size(request: HttpRequest) -> int:
@@ -632,7 +637,9 @@ def execution_row(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
         "batchboard/partials/execution_row.html",
         _base_context(
             request,
-            row=_Links().executions([found], triage=request.GET.get("triage") == "1")[0],
+            row=_Links().executions([found], triage=request.GET.get("triage") == "1")[
+                0
+            ],
         ),
     )
 
@@ -807,7 +814,9 @@ def jump(request: HtmxHttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse(JUMP_TARGETS[kind], args=[int(raw)]))
 
 
-def _timeline(execution_row: dict[str, Any], steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _timeline(
+    execution_row: dict[str, Any], steps: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """
     Place each step as a bar on the execution's time span (percentages).
 
@@ -826,7 +835,9 @@ def _timeline(execution_row: dict[str, Any], steps: list[dict[str, Any]]) -> lis
         if row["started_at"] is None:
             continue
         left = (row["started_at"] - start).total_seconds() / span * 100
-        width = ((row["ended_at"] or now) - row["started_at"]).total_seconds() / span * 100
+        width = (
+            ((row["ended_at"] or now) - row["started_at"]).total_seconds() / span * 100
+        )
         bars.append(
             {
                 "step": row,

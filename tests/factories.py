@@ -114,17 +114,13 @@ def execution(
 ) -> JobExecution:
     """Create an execution in ``status`` with consistent timestamps and failure."""
     if attempt is None:
-        attempt = (
-            JobExecution.objects.filter(job_instance=job_instance).count() + 1
-        )
+        attempt = JobExecution.objects.filter(job_instance=job_instance).count() + 1
     # Finished executions default to having ended just now, never in the future.
     created = created_at or (
         now() - duration - timedelta(seconds=1) if status in schema.FINISHED else now()
     )
     started = None if status == "STARTING" else created + timedelta(seconds=1)
-    ended = (
-        (started or created) + duration if status in schema.FINISHED else None
-    )
+    ended = (started or created) + duration if status in schema.FINISHED else None
     failed = status == "FAILED"
     return JobExecution.objects.create(
         job_instance=job_instance,
@@ -216,9 +212,7 @@ def partition(
         context_schema="part.ctx",
         context_schema_version=1,
         context_payload=payload,
-        context_checksum=digests.partition_context_checksum(
-            1, "part.ctx", 1, payload
-        ),
+        context_checksum=digests.partition_context_checksum(1, "part.ctx", 1, payload),
         **(counts or {}),
     )
 
@@ -317,7 +311,9 @@ def advance(job_execution: JobExecution, status: str, **fields: Any) -> JobExecu
     return job_execution
 
 
-def advance_step(step_execution: StepExecution, status: str, **fields: Any) -> StepExecution:
+def advance_step(
+    step_execution: StepExecution, status: str, **fields: Any
+) -> StepExecution:
     """Move a step to ``status`` and set any counters given in ``fields``."""
     moment = now()
     step_execution.status = status

@@ -8,8 +8,7 @@ units, statuses as text with a colour class (never colour alone).
 from __future__ import annotations
 
 import functools
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import template
@@ -41,9 +40,7 @@ def status(value: str | None) -> SafeString:
     if not value:
         return format_html('<span class="bb-status bb-status--none">{}</span>', "—")
     tone = _STATUS_TONE.get(value, "muted")
-    return format_html(
-        '<span class="bb-status bb-status--{}">{}</span>', tone, value
-    )
+    return format_html('<span class="bb-status bb-status--{}">{}</span>', tone, value)
 
 
 @register.filter
@@ -75,7 +72,9 @@ def seconds(value: int) -> str:
 
 
 @register.simple_tag
-def duration(start: datetime | None, end: datetime | None, now: datetime | None = None) -> str:
+def duration(
+    start: datetime | None, end: datetime | None, now: datetime | None = None
+) -> str:
     """Return a human duration; unfinished spans run to ``now``."""
     if start is None:
         return "—"
@@ -99,7 +98,7 @@ def utc(moment: datetime | None, now: datetime | None = None) -> SafeString:
     """Render a UTC timestamp in a ``<time>`` element with its age beside it."""
     if moment is None:
         return format_html('<span class="bb-muted">{}</span>', "—")
-    moment = moment.astimezone(dt_timezone.utc)
+    moment = moment.astimezone(UTC)
     return format_html(
         '<time datetime="{}" title="{}">{}</time> <span class="bb-age">{}</span>',
         moment.isoformat(),
@@ -202,10 +201,16 @@ def _pattern(name: str, prefix: str, urlconf: str | None, root: str) -> str:
 
 
 def _base(name: str) -> str:
-    return _pattern(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
+    return _pattern(
+        name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF)
+    )
 
 
 @register.filter
 def link(pk: int, name: str) -> str:
-    """Return the URL of page ``name`` for an integer id: ``{{ row.id|link:"batchboard:execution" }}``."""
+    """
+    Return the URL of page ``name`` for an integer id.
+
+    Usage: ``{{ row.id|link:"batchboard:execution" }}``.
+    """
     return _base(name).replace(_PLACEHOLDER, str(int(pk)))

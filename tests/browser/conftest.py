@@ -29,7 +29,9 @@ RESULTS = Path(__file__).resolve().parents[2] / "test-results"
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[Any]
+) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)

@@ -33,7 +33,9 @@ def seed_drill_down() -> dict[str, Any]:
     now = factories.now()
     factories.definition("nightly-import")
     instance = factories.instance("nightly-import", created_at=now - timedelta(hours=2))
-    failed = factories.execution(instance, "FAILED", created_at=now - timedelta(hours=2))
+    failed = factories.execution(
+        instance, "FAILED", created_at=now - timedelta(hours=2)
+    )
     step = factories.step(failed, "load", "FAILED", counts={"read_count": 4200})
     return {"instance": instance, "execution": failed, "step": step}
 
@@ -59,7 +61,9 @@ def test_load_more_reaches_the_end_and_history_restores_the_list(
     factories.definition("batch")
     instance = factories.instance("batch")
     for attempt in range(1, 13):
-        factories.execution(instance, "FAILED" if attempt < 12 else "COMPLETED", attempt=attempt)
+        factories.execution(
+            instance, "FAILED" if attempt < 12 else "COMPLETED", attempt=attempt
+        )
     log_in(page, live_server)
     page.goto(f"{live_server.url}/executions/?size=5")
     rows = page.locator("#bb-rows tr[id^='bb-execution-']")
@@ -109,7 +113,8 @@ def test_running_counters_update_and_polling_stops_when_finished(
     factories.advance_step(step, "COMPLETED", read_count=1000, write_count=1000)
     factories.advance(execution, "COMPLETED")
     page.wait_for_function(
-        "document.querySelector('#bb-execution-summary').innerText.includes('COMPLETED')"
+        "document.querySelector('#bb-execution-summary')"
+        ".innerText.includes('COMPLETED')"
     )
     page.wait_for_function(
         f"document.querySelector('#bb-step-{step.pk}').innerText.includes('COMPLETED')"
@@ -133,7 +138,10 @@ def test_hidden_tab_does_not_poll(page: Any, live_server: Any) -> None:
     log_in(page, live_server)
     page.goto(f"{live_server.url}/executions/{execution.pk}/")
     polls: list[str] = []
-    page.on("request", lambda request: polls.append(request.url) if "/live/" in request.url else None)
+    page.on(
+        "request",
+        lambda request: polls.append(request.url) if "/live/" in request.url else None,
+    )
     page.evaluate(
         "Object.defineProperty(document, 'visibilityState', "
         "{value: 'hidden', configurable: true})"

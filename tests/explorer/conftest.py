@@ -90,9 +90,7 @@ def history(db: None) -> History:
         updated_at=now - timedelta(hours=1),
         owner_token=b"\x01" * 16,
     )
-    running_step = factories.step(
-        restart, "load", "STARTED", counts={"read_count": 10}
-    )
+    running_step = factories.step(restart, "load", "STARTED", counts={"read_count": 10})
     partitioned = factories.step(restart, "fan-out", "STARTED")
     for ordinal in range(1, 5):
         factories.partition(
@@ -106,7 +104,9 @@ def history(db: None) -> History:
     factories.recovery_decision(failed)
     factories.operator_request(failed, "STOP")
     other = factories.instance("billing.export")
-    executions = [factories.execution(other, "COMPLETED", created_at=now - timedelta(minutes=30))]
+    executions = [
+        factories.execution(other, "COMPLETED", created_at=now - timedelta(minutes=30))
+    ]
     return History(
         instance=instance,
         failed=failed,

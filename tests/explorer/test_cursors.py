@@ -140,9 +140,9 @@ def test_ceiling_beyond_bigint_is_invalid() -> None:
 
 def test_name_keys_round_trip_non_ascii() -> None:
     spec = cursors.job_names()
-    token = cursors.encode(spec, 50, Name("서울/%\"<b>"), 7)
-    assert cursors.decode(token, spec, 50) == (Name("서울/%\"<b>"), 7)
-    assert len(bytes.fromhex(token)) == 52 + len("서울/%\"<b>".encode())
+    token = cursors.encode(spec, 50, Name('서울/%"<b>'), 7)
+    assert cursors.decode(token, spec, 50) == (Name('서울/%"<b>'), 7)
+    assert len(bytes.fromhex(token)) == 52 + len('서울/%"<b>'.encode())
 
 
 @pytest.mark.django_db
@@ -156,12 +156,12 @@ def test_cli_cursor_continues_the_same_traversal_here(client) -> None:
         factories.instance("nightly-import", id=pk)
     user = User.objects.create_user("cli")
     user.user_permissions.set(
-        Permission.objects.filter(codename__in=["view_jobinstance", "view_jobexecution"])
+        Permission.objects.filter(
+            codename__in=["view_jobinstance", "view_jobexecution"]
+        )
     )
     client.force_login(user)
-    response = client.get(
-        "/jobs/nightly-import/", {"size": "2", "cursor": INSTANCES}
-    )
+    response = client.get("/jobs/nightly-import/", {"size": "2", "cursor": INSTANCES})
     assert response.status_code == 200
     body = response.content.decode()
     # Only instance 7 lies below the key 8; 10 is above the ceiling 9.

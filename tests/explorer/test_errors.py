@@ -42,7 +42,9 @@ def test_bad_list_input_gets_400(
     assert 'href="/executions/?job=nightly-import"' in body
 
 
-def test_cursor_of_another_query_is_a_mismatch(reader: Client, history: History) -> None:
+def test_cursor_of_another_query_is_a_mismatch(
+    reader: Client, history: History
+) -> None:
     token = _cursor_for_other_query(history)
     response = reader.get(reverse("batchboard:executions"), {"cursor": token})
     assert response.status_code == 400
@@ -61,7 +63,9 @@ def test_cursor_with_other_page_size_is_a_mismatch(
     assert "different list, filter or page size" in response.content.decode()
 
 
-def test_cursor_with_other_filter_is_a_mismatch(reader: Client, history: History) -> None:
+def test_cursor_with_other_filter_is_a_mismatch(
+    reader: Client, history: History
+) -> None:
     page = queries.recent_executions("", "", 1)
     response = reader.get(
         reverse("batchboard:executions"),
@@ -104,7 +108,9 @@ def test_unknown_ids_get_404(reader: Client, history: History, url: str) -> None
 
 
 @pytest.mark.parametrize("age", ["59", "0", "-5", "soon", str(31 * 86400)])
-def test_unresolved_age_out_of_range_gets_400(reader: Client, db: None, age: str) -> None:
+def test_unresolved_age_out_of_range_gets_400(
+    reader: Client, db: None, age: str
+) -> None:
     response = reader.get(reverse("batchboard:unresolved"), {"age": age})
     assert response.status_code == 400
     assert "age bound" in response.content.decode()
@@ -116,7 +122,10 @@ def test_unknown_jump_kind_gets_400(reader: Client, db: None) -> None:
 
 
 def test_database_failure_gets_503_without_details(
-    reader: Client, history: History, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    reader: Client,
+    history: History,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def fail(*args: object, **kwargs: object) -> None:
         raise DatabaseError("connection refused: password=hunter2 row=secret")
@@ -147,7 +156,9 @@ HOSTILE_NAMES = [
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
-def test_hostile_job_names_have_working_escaped_urls(reader: Client, db: None, name: str) -> None:
+def test_hostile_job_names_have_working_escaped_urls(
+    reader: Client, db: None, name: str
+) -> None:
     factories.definition(name)
     instance = factories.instance(name)
     execution = factories.execution(instance, "FAILED")

@@ -19,13 +19,16 @@ PAGES: dict[str, Callable[[History], str]] = {
     "instance": lambda h: reverse("batchboard:instance", args=[h.instance.pk]),
     "executions": lambda h: reverse("batchboard:executions"),
     "failed executions": lambda h: reverse("batchboard:executions") + "?status=FAILED",
-    "executions of a job": lambda h: reverse("batchboard:executions")
-    + "?job=nightly-import",
+    "executions of a job": lambda h: (
+        reverse("batchboard:executions") + "?job=nightly-import"
+    ),
     "execution": lambda h: reverse("batchboard:execution", args=[h.restart.pk]),
     "finished execution": lambda h: reverse("batchboard:execution", args=[h.failed.pk]),
     "step": lambda h: reverse("batchboard:step", args=[h.partitioned.pk]),
     "unresolved": lambda h: reverse("batchboard:unresolved") + "?age=60",
-    "flow decisions": lambda h: reverse("batchboard:flow_decisions", args=[h.failed.pk]),
+    "flow decisions": lambda h: reverse(
+        "batchboard:flow_decisions", args=[h.failed.pk]
+    ),
     "recovery decisions": lambda h: reverse(
         "batchboard:recovery_decisions", args=[h.failed.pk]
     ),
@@ -48,7 +51,9 @@ def test_full_page(reader: Client, history: History, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_htmx_request_gets_a_fragment(reader: Client, history: History, name: str) -> None:
+def test_htmx_request_gets_a_fragment(
+    reader: Client, history: History, name: str
+) -> None:
     response = reader.get(PAGES[name](history), **HTMX)
     assert response.status_code == 200
     body = response.content.decode()
@@ -66,13 +71,18 @@ def test_history_restore_gets_the_full_page(
     assert response.content.decode().startswith("<!doctype html>")
 
 
-def test_overview_shows_jobs_strip_and_attention(reader: Client, history: History) -> None:
+def test_overview_shows_jobs_strip_and_attention(
+    reader: Client, history: History
+) -> None:
     body = reader.get(reverse("batchboard:index")).content.decode()
     assert "nightly-import" in body and "billing.export" in body
     assert "1 running" in body
     assert "Recent failures" in body and "USER_COMPONENT" in body
     # The restart has not been updated for an hour: older than the 15 min bound.
-    assert f'#{history.restart.pk}</a> <a href="/jobs/nightly-import/">nightly-import</a>' in body
+    assert (
+        f'#{history.restart.pk}</a> <a href="/jobs/nightly-import/">nightly-import</a>'
+        in body
+    )
 
 
 def test_execution_page_shows_steps_timeline_and_decisions(
@@ -94,13 +104,13 @@ def test_running_execution_polls_and_finished_does_not(
     running = reader.get(
         reverse("batchboard:execution", args=[history.restart.pk])
     ).content.decode()
-    assert 'hx-trigger="every 3s [document.visibilityState === \'visible\']"' in running
+    assert "hx-trigger=\"every 3s [document.visibilityState === 'visible']\"" in running
     assert reverse("batchboard:execution_live", args=[history.restart.pk]) in running
     assert reverse("batchboard:step_row", args=[history.running_step.pk]) in running
     finished = reader.get(
         reverse("batchboard:execution", args=[history.failed.pk])
     ).content.decode()
-    assert "hx-trigger=\"every" not in finished
+    assert 'hx-trigger="every' not in finished
 
 
 def test_live_endpoints_render_fragments_and_redirect_plain_requests(
@@ -134,7 +144,9 @@ def test_jump_box_opens_records(reader: Client, history: History) -> None:
         ("instance", history.instance.pk, "instance"),
         ("step", history.step.pk, "step"),
     ):
-        response = reader.get(reverse("batchboard:jump"), {"kind": kind, "id": f"#{pk}"})
+        response = reader.get(
+            reverse("batchboard:jump"), {"kind": kind, "id": f"#{pk}"}
+        )
         assert response.status_code == 302
         assert response["Location"] == reverse(f"batchboard:{name}", args=[pk])
     bad = reader.get(reverse("batchboard:jump"), {"kind": "execution", "id": "abc"})
@@ -142,7 +154,9 @@ def test_jump_box_opens_records(reader: Client, history: History) -> None:
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_anonymous_is_sent_to_login(client: Client, history: History, name: str) -> None:
+def test_anonymous_is_sent_to_login(
+    client: Client, history: History, name: str
+) -> None:
     response = client.get(PAGES[name](history))
     assert response.status_code == 302
     assert "/login/" in response["Location"]
@@ -158,7 +172,9 @@ def test_signed_in_without_read_class_is_refused(db: None, history: History) -> 
     assert "Permission needed" in response.content.decode()
 
 
-def test_running_execution_watches_for_new_steps(reader: Client, history: History) -> None:
+def test_running_execution_watches_for_new_steps(
+    reader: Client, history: History
+) -> None:
     from tests import factories
 
     url = reverse("batchboard:execution", args=[history.restart.pk])
@@ -178,7 +194,9 @@ def test_running_execution_watches_for_new_steps(reader: Client, history: Histor
     assert "Watching" not in done and "hx-trigger" not in done
 
 
-def test_finished_execution_has_no_step_watcher(reader: Client, history: History) -> None:
+def test_finished_execution_has_no_step_watcher(
+    reader: Client, history: History
+) -> None:
     body = reader.get(
         reverse("batchboard:execution", args=[history.failed.pk])
     ).content.decode()
@@ -211,7 +229,9 @@ def test_job_page_shortens_long_parameter_lists(reader: Client, db: None) -> Non
     from tests import factories
 
     factories.definition("wide")
-    factories.instance("wide", {f"p{index:02d}": JobParameter.u64(index) for index in range(11)})
+    factories.instance(
+        "wide", {f"p{index:02d}": JobParameter.u64(index) for index in range(11)}
+    )
     body = reader.get(reverse("batchboard:job", args=["wide"])).content.decode()
     assert "p07" in body and "p08" not in body
     assert "+3 more" in body

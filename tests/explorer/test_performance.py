@@ -28,7 +28,9 @@ def deep(db: None) -> dict[str, Any]:
         factories.definition(f"job-{index}")
     instance = factories.instance("job-0", created_at=now - timedelta(days=2))
     executions = [
-        factories.execution(instance, "FAILED", attempt=attempt, created_at=now - timedelta(days=1))
+        factories.execution(
+            instance, "FAILED", attempt=attempt, created_at=now - timedelta(days=1)
+        )
         for attempt in range(1, 9)
     ]
     for _ in range(8):
@@ -59,7 +61,10 @@ def _deep_cursor(fetch: Any, depth: int) -> str:
 
 
 LISTS = {
-    "overview": (lambda d: reverse("batchboard:index"), lambda d, t: queries.job_names(1, t)),
+    "overview": (
+        lambda d: reverse("batchboard:index"),
+        lambda d, t: queries.job_names(1, t),
+    ),
     "job": (
         lambda d: reverse("batchboard:job", args=["job-0"]),
         lambda d, t: queries.instances("job-0", 1, t),
@@ -92,7 +97,9 @@ LISTS = {
 
 
 @pytest.mark.parametrize("name", LISTS)
-def test_statements_per_page_do_not_grow(reader: Client, deep: dict[str, Any], name: str) -> None:
+def test_statements_per_page_do_not_grow(
+    reader: Client, deep: dict[str, Any], name: str
+) -> None:
     url_of, fetch = LISTS[name]
     url = url_of(deep)
     reader.get(url)  # warm the session and permission caches alike for every run
@@ -130,8 +137,10 @@ def _seed_history_in_bulk(rare_at: int, total: int) -> None:
     """Insert ``total`` instances of a busy job with a rare job's few early on."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO ob_job_instance (job_name, instance_key, identifying_parameters, created_at) "
-            "SELECT CASE WHEN g BETWEEN %s AND %s + 4 THEN 'rare-job' ELSE 'busy-job' END, "
+            "INSERT INTO ob_job_instance (job_name, instance_key, "
+            "identifying_parameters, created_at) "
+            "SELECT CASE WHEN g BETWEEN %s AND %s + 4 THEN 'rare-job' "
+            "ELSE 'busy-job' END, "
             "sha256(g::text::bytea), '{}'::jsonb, now() FROM generate_series(1, %s) g",
             [rare_at, rare_at, total],
         )

@@ -59,7 +59,9 @@ def many(db: None) -> dict[str, Any]:
                 status,
                 attempt=attempt,
                 created_at=now - timedelta(hours=10 - attempt),
-                updated_at=now - timedelta(hours=10 - attempt) if status == "STARTED" else None,
+                updated_at=now - timedelta(hours=10 - attempt)
+                if status == "STARTED"
+                else None,
             )
         )
     for index in range(9):
@@ -73,7 +75,9 @@ def many(db: None) -> dict[str, Any]:
             )
         )
     parent = executions[-1]
-    steps = [factories.step(parent, f"step-{index}", "COMPLETED") for index in range(11)]
+    steps = [
+        factories.step(parent, f"step-{index}", "COMPLETED") for index in range(11)
+    ]
     partitioned = steps[0]
     for ordinal in range(1, 10):
         factories.partition(partitioned, f"p-{ordinal:02d}", ordinal)
@@ -121,16 +125,23 @@ def test_instances(many: dict[str, Any], size: int) -> None:
 def test_instance_executions(many: dict[str, Any], size: int) -> None:
     instance = many["instance"]
     expected = [
-        row.pk for row in JobExecution.objects.filter(job_instance=instance).order_by("-attempt")
+        row.pk
+        for row in JobExecution.objects.filter(job_instance=instance).order_by(
+            "-attempt"
+        )
     ]
 
     def insert() -> None:
-        latest = JobExecution.objects.filter(job_instance=instance).order_by("-attempt")[0]
+        latest = JobExecution.objects.filter(job_instance=instance).order_by(
+            "-attempt"
+        )[0]
         if latest.status == "STARTED":
             factories.advance(latest, "FAILED")
         factories.execution(instance, "FAILED")
 
-    seen = walk(lambda s, t: queries.instance_executions(instance.pk, s, t), size, "id", insert)
+    seen = walk(
+        lambda s, t: queries.instance_executions(instance.pk, s, t), size, "id", insert
+    )
     assert_exactly_once(seen, expected)
 
 
@@ -138,7 +149,9 @@ def test_instance_executions(many: dict[str, Any], size: int) -> None:
     ("status", "job"), [("", ""), ("FAILED", ""), ("", "job-01"), ("STARTED", "job-01")]
 )
 @pytest.mark.parametrize("size", [1, 3])
-def test_recent_executions(many: dict[str, Any], status: str, job: str, size: int) -> None:
+def test_recent_executions(
+    many: dict[str, Any], status: str, job: str, size: int
+) -> None:
     queryset = JobExecution.objects.all()
     if status:
         queryset = queryset.filter(status=status)
@@ -150,7 +163,11 @@ def test_recent_executions(many: dict[str, Any], status: str, job: str, size: in
     late = factories.instance("job-01")
 
     def insert() -> None:
-        factories.execution(late, "FAILED", attempt=JobExecution.objects.filter(job_instance=late).count() + 1)
+        factories.execution(
+            late,
+            "FAILED",
+            attempt=JobExecution.objects.filter(job_instance=late).count() + 1,
+        )
 
     seen = walk(
         lambda s, t: queries.recent_executions(status, job, s, t), size, "id", insert
@@ -161,7 +178,9 @@ def test_recent_executions(many: dict[str, Any], status: str, job: str, size: in
 @pytest.mark.parametrize("size", [1, 2, 50])
 def test_unresolved(many: dict[str, Any], size: int) -> None:
     expected = list(
-        JobExecution.objects.filter(status__in=("STARTING", "STARTED", "STOPPING", "UNKNOWN"))
+        JobExecution.objects.filter(
+            status__in=("STARTING", "STARTED", "STOPPING", "UNKNOWN")
+        )
         .order_by("id")
         .values_list("id", flat=True)
     )
@@ -190,18 +209,20 @@ def test_steps_partitions_flow_and_requests(many: dict[str, Any], size: int) -> 
     )
     assert_exactly_once(seen, [step.pk for step in many["steps"]])
 
-    expected = list(
-        partitioned.partitions.order_by("id").values_list("id", flat=True)
-    )
+    expected = list(partitioned.partitions.order_by("id").values_list("id", flat=True))
     seen = walk(
         lambda s, t: queries.partitions(partitioned.pk, s, t),
         size,
         "id",
-        lambda: factories.partition(partitioned, f"late-{next(counter)}", next(counter)),
+        lambda: factories.partition(
+            partitioned, f"late-{next(counter)}", next(counter)
+        ),
     )
     assert_exactly_once(seen, expected)
 
-    expected = list(parent.flow_decisions.order_by("sequence").values_list("id", flat=True))
+    expected = list(
+        parent.flow_decisions.order_by("sequence").values_list("id", flat=True)
+    )
     seen = walk(
         lambda s, t: queries.flow_decisions(parent.pk, s, t),
         size,
@@ -210,7 +231,9 @@ def test_steps_partitions_flow_and_requests(many: dict[str, Any], size: int) -> 
     )
     assert_exactly_once(seen, expected)
 
-    expected = list(parent.operator_requests.order_by("id").values_list("id", flat=True))
+    expected = list(
+        parent.operator_requests.order_by("id").values_list("id", flat=True)
+    )
     seen = walk(
         lambda s, t: queries.operator_requests(parent.pk, s, t),
         size,
@@ -232,7 +255,9 @@ def test_recovery_decisions(many: dict[str, Any]) -> None:
         parent.version = next(counter)
         factories.recovery_decision(parent)
 
-    seen = walk(lambda s, t: queries.recovery_decisions(parent.pk, s, t), 1, "id", insert)
+    seen = walk(
+        lambda s, t: queries.recovery_decisions(parent.pk, s, t), 1, "id", insert
+    )
     assert_exactly_once(seen, decisions)
 
 

@@ -44,7 +44,7 @@ _FLOOR_TEMPLATE = (
     "<td><a href=\"{% url 'batchboard:execution' pk %}\">{{ pk }}</a></td>"
     "<td>{{ status }}</td><td>{{ created|date:'Y-m-d H:i:s' }}</td>"
     "</tr>{% endfor %}</table>"
-    "{% if next %}<a href=\"?after={{ next }}\">more</a>{% endif %}"
+    '{% if next %}<a href="?after={{ next }}">more</a>{% endif %}'
 )
 
 
@@ -84,12 +84,17 @@ class Command(BaseCommand):
             "--depth",
             type=int,
             default=1_000_000,
-            help="Rows deep for deep pages (capped at half the history; default 1000000).",
+            help=(
+                "Rows deep for deep pages (capped at half the history; "
+                "default 1000000)."
+            ),
         )
         parser.add_argument(
             "--repeat", type=int, default=15, help="Renders per page (default 15)."
         )
-        parser.add_argument("--seed", type=int, default=2026, help="Seed for bulk loading.")
+        parser.add_argument(
+            "--seed", type=int, default=2026, help="Seed for bulk loading."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         alias = conf.database_alias()
@@ -257,7 +262,11 @@ class Command(BaseCommand):
             cursor.execute(
                 "SELECT coalesce(max(id), %s) FROM ob_job_instance "
                 "WHERE job_name = %s AND id <= %s",
-                [facts["rare_max"], facts["rare"], max(deep_instance, facts["rare_min"] + 1)],
+                [
+                    facts["rare_max"],
+                    facts["rare"],
+                    max(deep_instance, facts["rare_min"] + 1),
+                ],
             )
             rare_key = int(cursor.fetchone()[0])
         rare_deep = cursors.encode(
@@ -296,7 +305,8 @@ class Command(BaseCommand):
                 "instance (executions)",
                 timed(
                     views.instance,
-                    f"{reverse('batchboard:instance', args=[facts['instance']])}?{size}",
+                    reverse("batchboard:instance", args=[facts["instance"]])
+                    + f"?{size}",
                     instance_id=facts["instance"],
                 ),
                 None,
@@ -307,7 +317,8 @@ class Command(BaseCommand):
                 "execution (steps, decisions)",
                 timed(
                     views.execution,
-                    f"{reverse('batchboard:execution', args=[facts['execution']])}?{size}",
+                    reverse("batchboard:execution", args=[facts["execution"]])
+                    + f"?{size}",
                     execution_id=facts["execution"],
                 ),
                 None,
@@ -326,7 +337,9 @@ class Command(BaseCommand):
         )
         self._report(results, floor, depth, repeat)
 
-    def _report(self, results: list[Measured], floor: Measured, depth: int, repeat: int) -> None:
+    def _report(
+        self, results: list[Measured], floor: Measured, depth: int, repeat: int
+    ) -> None:
         self.stdout.write(
             f"\nMedian render time of {repeat} renders, page size {PAGE_SIZE}, "
             f"deep = {depth:,} rows in.\n"
@@ -339,7 +352,11 @@ class Command(BaseCommand):
         self.stdout.write("-" * len(header))
         for row in results:
             deep = f"{row.deep:9.2f}" if row.deep is not None else f"{'—':>9}"
-            ratio = f"{row.deep / row.first:10.2f}" if row.deep is not None else f"{'—':>10}"
+            ratio = (
+                f"{row.deep / row.first:10.2f}"
+                if row.deep is not None
+                else f"{'—':>10}"
+            )
             deep_floor = (
                 f"{row.deep / floor.deep:10.2f}"
                 if row.deep is not None and floor.deep
