@@ -32,11 +32,50 @@ from batchboard.models import JobExecution
 PAGE_SIZE = 50
 
 
+class _Timer:
+    """Render one page on demand and keep the time of every render."""
+
+    def __init__(
+        self,
+        view: Callable[..., HttpResponse],
+        path: str,
+        user: User,
+        kwargs: dict[str, Any],
+    ) -> None:
+        self.view, self.path, self.user, self.kwargs = view, path, user, kwargs
+        self.samples: list[float] = []
+        self.factory = RequestFactory()
+
+    def once(self, keep: bool) -> None:
+        request = self.factory.get(self.path)
+        request.user = self.user
+        started = time.perf_counter()
+        response = self.view(request, **self.kwargs)
+        response.content  # noqa: B018 - force rendering
+        elapsed = time.perf_counter() - started
+        if response.status_code != 200:
+            raise CommandError(f"{self.path} answered {response.status_code}.")
+        if keep:
+            self.samples.append(elapsed * 1000)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
 @dataclass
 class Measured:
     name: str
-    first: float
-    deep: float | None
+    first_timer: _Timer
+    deep_timer: _Timer | None
+
+    @property
+    def first(self) -> float:
+        return self.first_timer.median
+
+    @property
+    def deep(self) -> float | None:
+        return self.deep_timer.median if self.deep_timer else None
 
 
 _FLOOR_TEMPLATE = (
@@ -174,25 +213,18 @@ class Command(BaseCommand):
 
     def _run(self, alias: str, depth: int, repeat: int) -> None:
         facts = self._facts(alias)
-        factory = RequestFactory()
         # An unsaved superuser holds every permission without touching the
         # database, so only the page's own statements are measured.
         user = User(username="benchmark", is_superuser=True, is_active=True)
 
-        def timed(view: Callable[..., HttpResponse], path: str, **kwargs: Any) -> float:
-            samples = []
-            for attempt in range(repeat + 2):
-                request = factory.get(path)
-                request.user = user
-                started = time.perf_counter()
-                response = view(request, **kwargs)
-                response.content  # noqa: B018 - force rendering
-                elapsed = time.perf_counter() - started
-                if response.status_code != 200:
-                    raise CommandError(f"{path} answered {response.status_code}.")
-                if attempt >= 2:  # the first two renders warm caches
-                    samples.append(elapsed * 1000)
-            return statistics.median(samples)
+        timers: list[_Timer] = []
+
+        def timed(
+            view: Callable[..., HttpResponse], path: str, **kwargs: Any
+        ) -> _Timer:
+            timer = _Timer(view, path, user, kwargs)
+            timers.append(timer)
+            return timer
 
         deep_execution = facts["max_execution"] - depth
         size = f"size={PAGE_SIZE}"
@@ -335,6 +367,12 @@ class Command(BaseCommand):
                 None,
             )
         )
+        # Renders go round-robin over every page, so a busy moment on the
+        # machine slows all pages alike instead of skewing one of them; the
+        # first two rounds warm caches and are not kept.
+        for round_number in range(repeat + 2):
+            for timer in timers:
+                timer.once(keep=round_number >= 2)
         self._report(results, floor, depth, repeat)
 
     def _report(
