@@ -33,8 +33,10 @@ def wipe_metadata(alias: str | None = None) -> None:
                 if table.name == "ob_schema_version":
                     continue
                 if table.name == "ob_job_execution":
+                    # The upgrade-shape check needs both links cleared at once.
                     cursor.execute(
-                        'UPDATE "ob_job_execution" SET restart_of_execution_id = NULL'
+                        'UPDATE "ob_job_execution" SET upgrade_from_definition_id '
+                        "= NULL, restart_of_execution_id = NULL"
                     )
                 cursor.execute(f'DELETE FROM "{table.name}"')
 

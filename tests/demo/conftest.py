@@ -13,20 +13,11 @@ from tests.conftest import wipe_metadata
 
 def wipe(*, restart_ids: bool = False) -> None:
     """
-    Delete every metadata row, upgraded restarts included.
-
-    An upgraded restart's ``upgrade_from_definition_id`` must go with its
-    ``restart_of_execution_id`` (the upgrade-shape check), so both are
-    cleared together before the shared wipe runs. ``restart_ids`` also
-    restarts the id sequences, so the next rows get the ids an empty
-    database would give them.
+    Delete every metadata row; with ``restart_ids`` also restart the id
+    sequences, so the next rows get the ids an empty database would give
+    them.
     """
     connection = connections[conf.database_alias()]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE ob_job_execution SET upgrade_from_definition_id = NULL, "
-            "restart_of_execution_id = NULL"
-        )
     wipe_metadata()
     if not restart_ids:
         return
