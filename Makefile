@@ -1,7 +1,7 @@
 # batchboard: the README's two commands.
 #
 #   make demo   virtual environment, embedded SQLite database, demo history,
-#               demo login, then serve on http://127.0.0.1:8000/ with the
+#               demo logins, then serve on http://127.0.0.1:8000/ with the
 #               simulator writing live history beside the server.
 #   make test   virtual environment, then the test suite (SQLite unless
 #               DATABASE_URL names a PostgreSQL database).
@@ -51,7 +51,10 @@ demo: venv
 # it, whether the server is interrupted (Ctrl-C) or exits on its own.
 serve:
 	@echo ""
-	@echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo  (Ctrl-C stops)"
+	@echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo (reads everything)"
+	@echo "  also viewer / viewer (reads), operator / operator (stops executions),"
+	@echo "  administrator / administrator (every action, parameter values, the admin)"
+	@echo "  Ctrl-C stops the server and the simulator."
 	@echo ""
 	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate & simulator=$$!; \
 		trap "kill $$simulator 2>/dev/null; wait $$simulator 2>/dev/null" EXIT INT TERM; \

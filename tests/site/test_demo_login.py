@@ -1,4 +1,4 @@
-"""The demo login exists only in the demo, with view permissions only."""
+"""The demo logins exist only in the demo: a reader and one user per group."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.apps import apps
 from django.contrib.auth import authenticate
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
@@ -15,6 +15,7 @@ from django.test import override_settings
 pytestmark = pytest.mark.django_db
 
 DEMO = override_settings(BATCHBOARD={"DEMO": True})
+ROLE_NAMES = ("viewer", "operator", "administrator")
 
 
 def _run(*args: str) -> str:
@@ -23,39 +24,103 @@ def _run(*args: str) -> str:
     return out.getvalue()
 
 
+def _view_codenames() -> list[str]:
+    return [
+        f"batchboard.view_{model._meta.model_name}"
+        for model in apps.get_app_config("batchboard").get_models()
+    ]
+
+
 def test_refused_outside_the_demo() -> None:
-    """Without BATCHBOARD_DEMO the command creates nobody."""
+    """Without BATCHBOARD_DEMO the command creates nobody and no group."""
     with pytest.raises(CommandError, match="exists only in the demo"):
         _run()
-    assert not User.objects.filter(username="demo").exists()
+    assert not User.objects.exists()
+    assert not Group.objects.exists()
 
 
-def test_creates_a_staff_viewer_idempotently() -> None:
-    """Two runs leave one staff user with every model's view permission."""
+def test_creates_a_staff_reader_idempotently() -> None:
+    """Two runs leave one staff ``demo`` user with every view permission only."""
     with DEMO:
-        first = _run()
-        second = _run("--address", "http://127.0.0.1:9000/")
-    assert "Created the demo login" in first
-    assert "http://127.0.0.1:8000/" in first
-    assert "user 'demo' with password 'demo'" in first
-    assert "Reset the demo login" in second
-    assert "http://127.0.0.1:9000/" in second
+        _run()
+        _run("--address", "http://127.0.0.1:9000/")
     user = User.objects.get(username="demo")
     assert user.is_staff is True
     assert user.is_superuser is False
     assert authenticate(username="demo", password="demo") == user
-    models = apps.get_app_config("batchboard").get_models()
-    for model in models:
-        assert user.has_perm(f"batchboard.view_{model._meta.model_name}")
-        assert not user.has_perm(f"batchboard.change_{model._meta.model_name}")
+    for codename in _view_codenames():
+        assert user.has_perm(codename)
+        assert not user.has_perm(codename.replace(".view_", ".change_"))
     assert not user.has_perm("batchboard.view_parameter_values")
+    assert not user.has_perm("batchboard.operate_lifecycle")
+    assert not user.groups.exists()
 
 
-def test_resets_a_changed_password() -> None:
-    """A demo user whose password was changed gets ``demo`` back."""
-    User.objects.create_user("demo", password="other", is_superuser=True)
+def test_creates_one_user_per_group_idempotently() -> None:
+    """viewer, operator and administrator each belong to their group alone."""
     with DEMO:
         _run()
-    user = User.objects.get(username="demo")
-    assert user.is_superuser is False
-    assert user.check_password("demo")
+        _run()
+    assert User.objects.count() == 4
+    assert sorted(Group.objects.values_list("name", flat=True)) == sorted(ROLE_NAMES)
+    for name in ROLE_NAMES:
+        user = User.objects.get(username=name)
+        assert authenticate(username=name, password=name) == user
+        assert user.is_superuser is False
+        assert list(user.groups.values_list("name", flat=True)) == [name]
+        assert not user.user_permissions.exists()
+        for codename in _view_codenames():
+            assert user.has_perm(codename)
+    viewer, operator, administrator = (
+        User.objects.get(username=name) for name in ROLE_NAMES
+    )
+    # Only the administrator may use the admin; the dashboard needs no staff.
+    assert (viewer.is_staff, operator.is_staff, administrator.is_staff) == (
+        False,
+        False,
+        True,
+    )
+    assert not viewer.has_perm("batchboard.operate_lifecycle")
+    assert not viewer.has_perm("batchboard.view_parameter_values")
+    assert operator.has_perm("batchboard.operate_lifecycle")
+    assert not operator.has_perm("batchboard.operate_destructive")
+    assert administrator.has_perm("batchboard.operate_lifecycle")
+    assert administrator.has_perm("batchboard.operate_destructive")
+    assert administrator.has_perm("batchboard.view_parameter_values")
+
+
+def test_prints_the_address_and_every_login_with_its_reach() -> None:
+    """One line per login: user, password and what it may do."""
+    with DEMO:
+        out = _run("--address", "http://127.0.0.1:9000/")
+    lines = out.splitlines()
+    assert lines[0] == "Demo logins for http://127.0.0.1:9000/ (user / password):"
+    assert [line.split(":", 1)[0].strip() for line in lines[1:]] == [
+        "demo / demo",
+        "viewer / viewer",
+        "operator / operator",
+        "administrator / administrator",
+    ]
+    assert "stops running executions" in lines[3]
+    assert "purges" in lines[4]
+
+
+def test_restores_changed_users_and_groups() -> None:
+    """A changed password, a superuser flag or an edited group is put back."""
+    User.objects.create_user("demo", password="other", is_superuser=True)
+    operator = User.objects.create_user("operator", password="x", is_superuser=True)
+    stray = Group.objects.create(name="stray")
+    operator.groups.add(stray)
+    with DEMO:
+        _run()
+        Group.objects.get(name="viewer").permissions.clear()
+        _run()
+    demo = User.objects.get(username="demo")
+    assert demo.is_superuser is False
+    assert demo.check_password("demo")
+    operator = User.objects.get(username="operator")
+    assert operator.is_superuser is False
+    assert operator.check_password("operator")
+    assert list(operator.groups.values_list("name", flat=True)) == ["operator"]
+    viewer = User.objects.get(username="viewer")
+    assert viewer.has_perm("batchboard.view_jobexecution")

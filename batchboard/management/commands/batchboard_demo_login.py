@@ -1,12 +1,20 @@
-"""Create the demo site's login: user ``demo``, password ``demo``."""
+"""
+Create the demo site's logins: ``demo`` and one user per group.
+
+``demo`` reads everything (and may use the admin); ``viewer``, ``operator``
+and ``administrator`` belong to the groups of the same names that
+``batchboard_groups`` creates. Each password equals the user name.
+"""
 
 from __future__ import annotations
 
+from io import StringIO
 from typing import Any
 
 from django.apps import apps
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
@@ -14,6 +22,30 @@ from batchboard import conf
 
 USERNAME = "demo"
 PASSWORD = "demo"
+
+
+# (user name = password = group, staff, what the login may do), in the order
+# the command prints them. Only the administrator is staff: the viewer and the
+# operator show that the dashboard needs no admin access.
+ROLE_USERS: tuple[tuple[str, bool, str], ...] = (
+    (
+        "viewer",
+        False,
+        "browses every page; parameter values stay hidden; no action buttons",
+    ),
+    (
+        "operator",
+        False,
+        "browses, and stops running executions (Lifecycle)",
+    ),
+    (
+        "administrator",
+        True,
+        "also abandons, recovers, holds, releases and purges (Destructive), "
+        "sees parameter values, and uses the admin's actions",
+    ),
+)
+DEMO_SUMMARY = "browses every page and the read-only admin; no actions"
 
 
 def view_permissions() -> list[Permission]:
@@ -31,20 +63,21 @@ def view_permissions() -> list[Permission]:
 
 class Command(BaseCommand):
     help = (
-        "Create or reset the demo login (user demo, password demo): staff with "
-        "the view permissions of batchboard's models. Demo site only "
-        "(BATCHBOARD_DEMO=1)."
+        "Create or reset the demo logins: demo (staff with the view "
+        "permissions of batchboard's models) and viewer, operator and "
+        "administrator, one in each of batchboard's groups; every password "
+        "equals the user name. Demo site only (BATCHBOARD_DEMO=1)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--address",
             default="http://127.0.0.1:8000/",
-            help="Address printed for the login (default: %(default)s).",
+            help="Address printed for the logins (default: %(default)s).",
         )
 
     def handle(self, *args: Any, address: str, **options: Any) -> None:
-        # A well-known password is acceptable only on a throwaway demo.
+        # Well-known passwords are acceptable only on a throwaway demo.
         if not conf.get_config()["DEMO"]:
             raise CommandError(
                 "The demo login exists only in the demo: run this with "
@@ -57,19 +90,33 @@ class Command(BaseCommand):
                 "batchboard's permissions do not exist yet: run "
                 "'manage.py migrate' first."
             )
-        user_model = get_user_model()
         with transaction.atomic():
-            user, created = user_model._default_manager.get_or_create(
-                **{user_model.USERNAME_FIELD: USERNAME}
-            )
-            user.is_staff = True
-            user.is_superuser = False
-            user.is_active = True
-            user.set_password(PASSWORD)
-            user.save()
-            user.user_permissions.set(permissions)
-        verb = "Created" if created else "Reset"
-        self.stdout.write(
-            f"{verb} the demo login. Open {address} and sign in as "
-            f"user {USERNAME!r} with password {PASSWORD!r}."
-        )
+            # The groups command resets each group's exact permissions, so a
+            # demo whose groups were edited gets the documented roles back.
+            call_command("batchboard_groups", stdout=StringIO())
+            demo = _reset_user(USERNAME, PASSWORD, staff=True)
+            demo.groups.clear()
+            demo.user_permissions.set(permissions)
+            for name, staff, _summary in ROLE_USERS:
+                user = _reset_user(name, name, staff=staff)
+                user.user_permissions.clear()
+                user.groups.set([Group.objects.get(name=name)])
+        self.stdout.write(f"Demo logins for {address} (user / password):")
+        self.stdout.write(f"  {USERNAME} / {PASSWORD}: {DEMO_SUMMARY}")
+        for name, _staff, summary in ROLE_USERS:
+            self.stdout.write(f"  {name} / {name}: {summary}")
+
+
+def _reset_user(username: str, password: str, *, staff: bool) -> Any:
+    """Create ``username`` or restore it: active, never superuser, ``password``."""
+    user_model = get_user_model()
+    user, _created = user_model._default_manager.get_or_create(
+        **{user_model.USERNAME_FIELD: username}
+    )
+    user.is_staff = staff
+    user.is_superuser = False
+    user.is_active = True
+    user.set_password(password)
+    user.save()
+    return user
+
