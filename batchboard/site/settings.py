@@ -131,8 +131,10 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
 
-LOGIN_URL = "admin:login"
+# The site's own sign-in page: the admin's login admits staff only.
+LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "login"
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = _flag("SECURE_SSL_REDIRECT", True)

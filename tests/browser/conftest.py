@@ -63,9 +63,10 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterator[Any]:
     settings.BATCHBOARD = {"POLL_SECONDS": 1}
-    # The standalone site signs in through the admin (tests/settings.py has
-    # no LOGIN_URL of its own).
-    settings.LOGIN_URL = "admin:login"
+    # The standalone site's own sign-in page, which admits users who are not
+    # staff (tests/settings.py names it too; set here so a test that changes
+    # settings cannot send the browser to the staff-only admin login).
+    settings.LOGIN_URL = "login"
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     tab = context.new_page()
     tab.set_default_timeout(10000)
