@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DatabaseError, connections
+from django.db.migrations.recorder import MigrationRecorder
 
 from batchboard import conf, schema
 
@@ -174,6 +175,11 @@ def _schema_version(alias: str) -> tuple[str, int | None]:
     return "ok", int(row[0])
 
 
+def _initial_migration_recorded(alias: str) -> bool:
+    recorder = MigrationRecorder(connections[alias])
+    return ("batchboard", "0001_initial") in recorder.applied_migrations()
+
+
 def schema_messages(alias: str) -> list[CheckMessage]:
     """Describe what is wrong with the metadata schema on ``alias``, if anything."""
     attached = conf.is_attached()
@@ -204,9 +210,15 @@ def schema_messages(alias: str) -> list[CheckMessage]:
         ]
     if state in ("no-schema", "no-table"):
         if not attached:
+            if not _initial_migration_recorded(alias):
+                # A fresh managed database: Django already reports the
+                # unapplied migration, and ``migrate`` (which runs this check
+                # first) is about to create the schema.
+                return []
             return [
                 Warning(
-                    f"The metadata database {alias!r} has no oxide-batch schema yet.",
+                    f"The metadata database {alias!r} has no oxide-batch schema "
+                    "although batchboard's migration is recorded as applied.",
                     hint="Run 'manage.py migrate' (with --database=" + alias + " "
                     "when it is a separate database).",
                     id="batchboard.W010",

@@ -58,12 +58,21 @@ def test_missing_schema_is_an_error_when_attached() -> None:
 
 
 def test_missing_schema_is_a_warning_when_managed() -> None:
-    """Managed and not yet migrated: W010 says to run migrate."""
+    """Managed, migration recorded, schema gone: W010 says to run migrate."""
     _hide_version_table()
     (message,) = checks.schema_messages(conf.database_alias())
     assert isinstance(message, Warning)
     assert message.id == "batchboard.W010"
     assert "migrate" in message.hint
+
+
+def test_fresh_managed_database_is_left_to_migrate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before batchboard's first migration the check adds nothing to Django's."""
+    _hide_version_table()
+    monkeypatch.setattr(checks, "_initial_migration_recorded", lambda alias: False)
+    assert checks.schema_messages(conf.database_alias()) == []
 
 
 def test_missing_row() -> None:
