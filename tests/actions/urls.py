@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from batchboard import action_urls
@@ -10,6 +11,8 @@ from batchboard import urls as explorer_urls
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The sign-in page LOGIN_URL names, where anonymous requests are sent.
+    path("login/", auth_views.LoginView.as_view(), name="login"),
     path(
         "",
         include((explorer_urls.urlpatterns + action_urls.urlpatterns, "batchboard")),
