@@ -7,13 +7,20 @@ checks its authorization class, builds the envelope of spec 4.1, replays a
 known operation id, runs its effect and its audit row in one transaction and
 reports an :class:`ActionResult`, or raises an :class:`ActionError` whose
 message is written for the operator.
+
+A process acting without a signed-in user passes a :class:`ServiceActor`
+(its own ActorRef and explicit authorization classes) as the user; a writer
+recording history on its own clock runs the actions inside
+:func:`back_dated`.
 """
 
 from __future__ import annotations
 
+from batchboard.actions._db import back_dated
 from batchboard.actions.envelope import (
     REASON_CODES,
     Reason,
+    ServiceActor,
     actor_ref_for,
     new_operation_id,
     reasons_for,
@@ -70,11 +77,13 @@ __all__ = [
     "PurgePlan",
     "Reason",
     "RecoveryProposal",
+    "ServiceActor",
     "TargetNotFound",
     "abandon_execution",
     "action_permissions",
     "actor_ref_for",
     "apply_purge",
+    "back_dated",
     "may",
     "new_operation_id",
     "parse_candidates",

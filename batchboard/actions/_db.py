@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
@@ -21,10 +21,39 @@ RETENTION = "RETENTION"
 # The alias an action in progress writes through (see :func:`writing`).
 _writing: ContextVar[str | None] = ContextVar("batchboard_action_alias", default=None)
 
+# Set only by :func:`back_dated`: the clock and the alias of a non-interactive
+# writer replaying history. Requests from the console never set them.
+_clock: ContextVar[Callable[[], datetime] | None] = ContextVar(
+    "batchboard_action_clock", default=None
+)
+_pinned: ContextVar[str | None] = ContextVar("batchboard_action_pinned", default=None)
+
 
 def alias() -> str:
     """Return the alias of the action in progress, else the metadata alias."""
-    return _writing.get() or conf.database_alias()
+    return _writing.get() or _pinned.get() or conf.database_alias()
+
+
+@contextmanager
+def back_dated(clock: Callable[[], datetime], *, using: str) -> Iterator[None]:
+    """
+    Run the body's actions on ``clock`` and through ``using`` only.
+
+    For a writer that records history on its own clock, such as the demo
+    seeder: the audit rows, effects and purge ages take their time from
+    ``clock`` instead of this host's, and every action writes through
+    ``using`` (the writer's own connection and transaction) whatever
+    ``ACTION_DATABASES`` says. Everything else is unchanged: permissions,
+    guards, digests, replays. Recovery proposals stay bounded by the
+    database server's clock (see :func:`batchboard.actions.recovery.propose`).
+    """
+    clock_token = _clock.set(clock)
+    alias_token = _pinned.set(using)
+    try:
+        yield
+    finally:
+        _pinned.reset(alias_token)
+        _clock.reset(clock_token)
 
 
 def _defined(name: str) -> bool:
@@ -43,9 +72,12 @@ def writing(role: str) -> Iterator[None]:
     ``role`` is OPERATOR (stop, abandon, recover: the operator-writer role
     of spec 9.1) or RETENTION (holds and purges: the retention role). Each
     alias names the same database as ``DATABASE`` with other credentials.
+    Inside :func:`back_dated` the writer's own alias is used instead.
     """
     configured = conf.get_config().get("ACTION_DATABASES") or {}
     chosen = configured.get(role) if isinstance(configured, dict) else None
+    if _pinned.get() is not None:
+        chosen = None
     if chosen is not None and not _defined(chosen):
         raise ActionError(
             f"BATCHBOARD['ACTION_DATABASES'] names the database alias "
@@ -98,12 +130,19 @@ def now() -> datetime:
     """
     Return the current time truncated to whole milliseconds.
 
+    The time is this host's, or the clock of :func:`back_dated` inside one.
     oxide-batch writes millisecond timestamps; writing the same precision
     keeps digests that bind timestamps (the recovery evidence) stable when
     oxide-batch reads the rows back.
     """
-    moment = timezone.now()
+    moment = back_dated_now() or timezone.now()
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def back_dated_now() -> datetime | None:
+    """Return the time of the :func:`back_dated` clock, or None outside one."""
+    clock = _clock.get()
+    return None if clock is None else clock()
 
 
 def not_before(moment: datetime, *bounds: datetime | None) -> datetime:
@@ -124,6 +163,8 @@ __all__ = [
     "DatabaseError",
     "alias",
     "atomic",
+    "back_dated",
+    "back_dated_now",
     "connection",
     "not_before",
     "now",

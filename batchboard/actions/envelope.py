@@ -16,6 +16,13 @@ Operation ids
     the same id, and the second submission replays the recorded outcome
     instead of acting again.
 
+Service actors
+    A process acting without a signed-in user (the demo seeder, a
+    scheduler) passes a :class:`ServiceActor` as the user: an ActorRef of
+    its own and the authorization classes it is granted, both explicit. Its
+    reference may not start with ``user:`` or ``uid:``, so it can never be
+    taken for a console user's, and it holds no Django permission.
+
 Reason codes
     Operators pick a reason from :data:`REASON_CODES`; they never type one.
     The list is batchboard's own (oxide-batch defines none, spec 11.5); only
@@ -29,11 +36,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
+from batchboard import schema
 from batchboard.actions.results import InvalidRequest
 
 ACTOR_REF_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
@@ -126,8 +135,40 @@ def new_operation_id() -> str:
     return f"bb-{uuid.uuid4().hex}"
 
 
+#: The prefixes of console users' references, which a ServiceActor may not use.
+USER_PREFIXES = ("user:", "uid:")
+
+
+@dataclass(frozen=True)
+class ServiceActor:
+    """
+    A non-human actor with its own ActorRef and explicit authorization classes.
+
+    The service functions accept it where they take ``user``; the checks of
+    :mod:`batchboard.actions.permissions` grant it exactly ``classes`` (a
+    subset of READ, LIFECYCLE, DESTRUCTIVE) and nothing else.
+    """
+
+    actor_ref: str
+    classes: frozenset[str]
+
+    def __init__(self, actor_ref: str, classes: Iterable[str]) -> None:
+        validate_actor_ref(actor_ref)
+        if actor_ref.startswith(USER_PREFIXES):
+            raise InvalidRequest(
+                _("A service actor's reference may not start with user: or uid:.")
+            )
+        granted = frozenset(classes)
+        if not granted <= set(schema.AUTHORIZATION_CLASSES):
+            raise InvalidRequest(_("A service actor names an unknown class."))
+        object.__setattr__(self, "actor_ref", actor_ref)
+        object.__setattr__(self, "classes", granted)
+
+
 def actor_ref_for(user: Any) -> str:
     """Return the ActorRef recorded for ``user`` (see the module docstring)."""
+    if isinstance(user, ServiceActor):
+        return user.actor_ref
     username = str(user.get_username())
     candidate = f"user:{username}"
     if username and ACTOR_REF_RE.match(candidate):

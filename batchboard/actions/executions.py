@@ -476,8 +476,10 @@ def recover_execution(
         if execution.version != version:
             raise Rejection("OPTIMISTIC_CONFLICT")
         # Re-propose under the lock: the evidence compared is the evidence
-        # the decision is taken on.
-        proposal = recovery.propose(ident)
+        # the decision is taken on. A back-dated writer decides at its own
+        # moment, which propose() bounds by the server's clock.
+        back_dated = _db.back_dated_now() is not None
+        proposal = recovery.propose(ident, as_of=at if back_dated else None)
         if proposal.digest != bytes(
             evidence_digest
         ) or proposal.evidence.unknown_commit != bool(unknown_commit):

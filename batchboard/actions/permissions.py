@@ -39,7 +39,9 @@ ACTION_CLASSES: dict[str, str] = {
 
 
 def has_class(user: Any, authorization_class: str) -> bool:
-    """Return whether ``user`` holds ``authorization_class``."""
+    """Return whether ``user`` (or a ServiceActor) holds ``authorization_class``."""
+    if isinstance(user, envelope.ServiceActor):
+        return authorization_class in user.classes
     if user is None or not getattr(user, "is_authenticated", False):
         return False
     if not getattr(user, "is_active", False):

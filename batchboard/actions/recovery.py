@@ -6,6 +6,13 @@ server's clock (``clock_timestamp()`` on PostgreSQL), so neither the web
 host's clock nor request latency decides what is stale. batchboard is never
 the owner of an execution: a recorded owner token is always another
 process's (``OTHER_PROCESS``).
+
+A writer replaying history (the demo seeder, inside
+:func:`batchboard.actions._db.back_dated`) decides at a past moment. Its
+proposal is measured ``as_of`` that moment, which must not be later than
+the server's clock: an execution idle for longer than the threshold at an
+earlier moment is idle for longer still by the server's clock, so ``as_of``
+can only withhold a verdict the server's time would give, never grant one.
 """
 
 from __future__ import annotations
@@ -101,8 +108,10 @@ class RecoveryProposal:
     ``verdict`` is CANDIDATE (recoverable now), NOT_STALE (unresolved but
     updated within the threshold), NOT_RECOVERABLE (finished) or
     CLOCK_EVIDENCE_UNUSABLE (the row's update time is after the server's
-    clock). ``digest`` is the evidence digest of spec 5.3, which the apply
-    step compares with the one reviewed.
+    clock, or after ``as_of_ms``). ``digest`` is the evidence digest of spec
+    5.3, which the apply step compares with the one reviewed. ``as_of_ms``
+    is set only for a proposal measured at a past moment (see the module
+    docstring); inactivity is then measured to it.
     """
 
     evidence: RecoveryEvidence
@@ -110,6 +119,12 @@ class RecoveryProposal:
     server_time_ms: int
     threshold_seconds: int
     verdict: str
+    as_of_ms: int | None = None
+
+    @property
+    def measured_at_ms(self) -> int:
+        """Return the moment the verdict was measured at, in epoch ms."""
+        return self.server_time_ms if self.as_of_ms is None else self.as_of_ms
 
     @property
     def execution_id(self) -> int:
@@ -125,7 +140,7 @@ class RecoveryProposal:
 
     @property
     def inactivity_seconds(self) -> int:
-        return max(0, self.server_time_ms - self.evidence.updated_at_ms) // 1000
+        return max(0, self.measured_at_ms - self.evidence.updated_at_ms) // 1000
 
     @property
     def is_candidate(self) -> bool:
@@ -252,16 +267,28 @@ def snapshot(execution_id: int) -> tuple[RecoveryEvidence, int]:
     return evidence, _ms(server)
 
 
-def propose(execution_id: int) -> RecoveryProposal:
-    """Return the recovery proposal for one execution, measured in server time."""
+def propose(execution_id: int, *, as_of: datetime | None = None) -> RecoveryProposal:
+    """
+    Return the recovery proposal for one execution, measured in server time.
+
+    ``as_of`` is for non-interactive callers replaying history only (the
+    console never passes it): the verdict is then measured at that earlier
+    moment. A moment later than the server's clock raises InvalidRequest.
+    """
     threshold = stale_threshold_seconds()
     evidence, server_ms = snapshot(execution_id)
-    if evidence.updated_at_ms > server_ms:
+    as_of_ms = None if as_of is None else epoch_ms(as_of)
+    if as_of_ms is not None and as_of_ms > server_ms:
+        raise InvalidRequest(
+            _("A recovery cannot be proposed as of a moment after the server's clock.")
+        )
+    measured_ms = server_ms if as_of_ms is None else as_of_ms
+    if evidence.updated_at_ms > measured_ms:
         verdict = CLOCK_EVIDENCE_UNUSABLE
     elif evidence.status == "UNKNOWN":
         verdict = CANDIDATE
     elif evidence.status in schema.UNRESOLVED:
-        inactive = server_ms - evidence.updated_at_ms
+        inactive = measured_ms - evidence.updated_at_ms
         verdict = CANDIDATE if inactive > threshold * 1000 else NOT_STALE
     else:
         verdict = NOT_RECOVERABLE
@@ -271,4 +298,5 @@ def propose(execution_id: int) -> RecoveryProposal:
         server_time_ms=server_ms,
         threshold_seconds=threshold,
         verdict=verdict,
+        as_of_ms=as_of_ms,
     )
