@@ -71,7 +71,9 @@ STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 BATCHBOARD: dict[str, object] = {}
-# The standalone site's sign-in page (batchboard.site.urls), as in its settings.
-LOGIN_URL = "login"
+# The standalone site's sign-in page (batchboard.site.urls). A path, not the
+# URL name the site's settings use: tests that swap in a URLconf without the
+# page still redirect anonymous users instead of failing to reverse a name.
+LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
-LOGOUT_REDIRECT_URL = "login"
+LOGOUT_REDIRECT_URL = "/login/"
