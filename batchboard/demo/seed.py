@@ -28,6 +28,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import transaction
 
 from batchboard import conf
+from batchboard.actions import APPLIED, Directive
 from batchboard.demo.audit import Operator
 from batchboard.demo.catalogue import CATALOGUE, JobSpec, Revision
 from batchboard.demo.runs import InstanceMemory, JobRun, RunPlan
@@ -402,7 +403,9 @@ class Seeder:
     def _abandon(self, run: JobRun) -> None:
         execution = run.refresh()
         operator = self.rng.choice(self.operators)
-        reason = self.rng.choice(("OPERATOR_DECISION", "DATA_ISSUE", "SUPERSEDED"))
+        reason = self.rng.choice(
+            ("OPERATOR_DECISION", "BAD_INPUT_DATA", "DUPLICATE_RUN")
+        )
         if self.rng.random() < 0.1:
             # An operator working from a stale page: the version moved on.
             operator.abandon(execution.pk, execution.version - 1, reason)
@@ -414,64 +417,48 @@ class Seeder:
             return
         operator = self.operators[self.rng.randrange(len(self.operators))]
         roll = self.rng.random()
+        version = execution.version
+        if unknown and roll < 0.25:
+            # Left for a human to decide; the console shows it as such.
+            operator.stop(execution.pk, version)  # rejected: UNKNOWN
+            operator.abandon(execution.pk, version, "OPERATOR_DECISION")
+            return
+        proposal = operator.propose(execution.pk)
         if unknown:
-            if roll < 0.25:
-                # Left for a human to decide; the console shows it as such.
-                operator.stop(execution.pk, execution.version)  # rejected: UNKNOWN
-                operator.abandon(execution.pk, execution.version, "OPERATOR_DECISION")
-                return
+            failed = Directive.mark_failed("UNKNOWN_COMMIT", execution.pk)
+            reason = "UNKNOWN_EFFECT"
             if roll < 0.45:
+                # Rejected: an unknown commit is marked failed only with
+                # the reason UNKNOWN_EFFECT.
                 operator.recover(
                     execution.pk,
-                    expected_version=execution.version,
+                    expected_version=version,
                     reason="HOST_LOST",
-                    resulting="FAILED",
-                    category="UNKNOWN_COMMIT",
-                    failure_id=execution.pk,
-                )  # rejected: an unknown commit needs UNKNOWN_EFFECT
-            if roll < 0.8:
-                outcome = operator.recover(
-                    execution.pk,
-                    expected_version=execution.version,
-                    reason="UNKNOWN_EFFECT",
-                    resulting="FAILED",
-                    category="UNKNOWN_COMMIT",
-                    failure_id=execution.pk,
+                    directive=failed,
+                    proposal=proposal,
                 )
-            else:
-                outcome = operator.recover(
-                    execution.pk,
-                    expected_version=execution.version,
-                    reason="UNKNOWN_EFFECT",
-                    resulting="ABANDONED",
-                )
+            directive = failed if roll < 0.8 else Directive.abandon()
         else:
+            failed = Directive.mark_failed("STALE_RECOVERED", execution.pk)
+            reason = "HOST_LOST"
             if roll < 0.15:
+                # Rejected: an operator working from a page a version ahead.
                 operator.recover(
                     execution.pk,
-                    expected_version=execution.version + 1,
-                    reason="HOST_LOST",
-                    resulting="FAILED",
-                    category="STALE_RECOVERED",
-                    failure_id=execution.pk,
-                )  # rejected: optimistic conflict
-            if roll < 0.75:
-                outcome = operator.recover(
-                    execution.pk,
-                    expected_version=execution.version,
-                    reason="HOST_LOST",
-                    resulting="FAILED",
-                    category="STALE_RECOVERED",
-                    failure_id=execution.pk,
+                    expected_version=version + 1,
+                    reason=reason,
+                    directive=failed,
+                    proposal=proposal,
                 )
-            else:
-                outcome = operator.recover(
-                    execution.pk,
-                    expected_version=execution.version,
-                    reason="HOST_LOST",
-                    resulting="ABANDONED",
-                )
-        if outcome.applied and outcome.request.result_status == "FAILED":
+            directive = failed if roll < 0.75 else Directive.abandon()
+        outcome = operator.recover(
+            execution.pk,
+            expected_version=version,
+            reason=reason,
+            directive=directive,
+            proposal=proposal,
+        )
+        if outcome.recorded_outcome == APPLIED and outcome.result_status == "FAILED":
             later = self.clock.now() + timedelta(minutes=self.rng.uniform(2, 60))
             self.timeline.at(later, lambda: self._operator_restart(instance, later))
 
@@ -481,15 +468,14 @@ class Seeder:
 
         def hold() -> None:
             assert instance.instance_id is not None
-            operator.hold(
-                instance.instance_id, self.rng.choice(("LEGAL_HOLD", "AUDIT_2026"))
-            )
+            reason = self.rng.choice(("LEGAL_HOLD", "AUDIT"))
+            operator.hold(instance.instance_id, reason)
             if self.rng.random() < 0.4:
                 release_at = self.clock.now() + timedelta(days=self.rng.uniform(1, 10))
                 self.timeline.at(
                     release_at,
                     lambda: operator.release_hold(
-                        instance.instance_id or 0, "AUDIT_CLOSED"
+                        instance.instance_id or 0, "HOLD_NO_LONGER_NEEDED"
                     ),
                 )
 

@@ -1,4 +1,4 @@
-"""The demo's operator rows follow the contract's audit table and digests."""
+"""The demo's operator rows are the console service's, on the demo's clock."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from batchboard import digests
+from batchboard.actions import Directive, NotRecoverable
 from batchboard.demo.audit import Operator
 from batchboard.demo.catalogue import job
 from batchboard.demo.runs import InstanceMemory, JobRun, RunPlan
@@ -55,6 +56,11 @@ def _run(
     return run
 
 
+def _idle(execution: JobExecution, clock: ManualClock) -> int:
+    """Return the seconds since the execution's last update, by ``clock``."""
+    return int((clock.now() - execution.updated_at).total_seconds())
+
+
 def test_stop_applies_to_a_started_execution_and_is_rejected_on_unknown(
     repository: JobRepository, clock: ManualClock
 ) -> None:
@@ -63,7 +69,7 @@ def test_stop_applies_to_a_started_execution_and_is_rejected_on_unknown(
     execution = vanished.refresh()
     clock.advance(seconds=5)
     outcome = operator.stop(execution.pk, execution.version)
-    row = outcome.request
+    row = OperatorRequest.objects.get(pk=outcome.audit_id)
     assert (row.action, row.authorization_class, row.outcome_class) == (
         "STOP",
         "LIFECYCLE",
@@ -75,6 +81,7 @@ def test_stop_applies_to_a_started_execution_and_is_rejected_on_unknown(
         execution.pk,
     )
     assert row.observed_version == execution.version
+    assert (row.actor_ref, row.requested_at) == ("ops@example.org", clock.now())
     assert bytes(row.request_digest) == digests.request_digest(
         action="STOP",
         target=f"execution:{execution.pk}",
@@ -83,10 +90,12 @@ def test_stop_applies_to_a_started_execution_and_is_rejected_on_unknown(
     )
     stopped = JobExecution.objects.get(pk=execution.pk)
     assert stopped.stop_requested_by == "ops@example.org"
+    assert stopped.stop_requested_at == clock.now()
     assert stopped.version == execution.version  # a stop request is no transition
 
     unknown = _run(repository, clock, RunPlan("UNKNOWN", 0, 0.5), serial=2).refresh()
-    rejected = operator.stop(unknown.pk, unknown.version).request
+    result = operator.stop(unknown.pk, unknown.version)
+    rejected = OperatorRequest.objects.get(pk=result.audit_id)
     assert (rejected.outcome_class, rejected.rejection_code) == (
         "REJECTED",
         "INVALID_STATE",
@@ -100,28 +109,43 @@ def test_recover_resolves_a_stale_execution_with_its_evidence(
 ) -> None:
     operator = Operator(repository, actor="ops@example.org", prefix="t")
     execution = _run(repository, clock, RunPlan("VANISH", 0, 0.5)).refresh()
+    directive = Directive.mark_failed("STALE_RECOVERED", 9001)
+    clock.advance(seconds=60)
+    # A minute after its last update, by the demo's clock, the execution is
+    # not stale yet, whatever the server's clock says.
+    early = operator.propose(execution.pk)
+    assert early.verdict == "NOT_STALE"
+    assert early.inactivity_seconds == _idle(execution, clock) < 900
+    with pytest.raises(NotRecoverable):
+        operator.recover(
+            execution.pk,
+            expected_version=execution.version,
+            reason="HOST_LOST",
+            directive=directive,
+            proposal=early,
+        )
     clock.advance(seconds=3600)
-    evidence = operator.evidence(execution.pk)
+    proposal = operator.propose(execution.pk)
+    assert proposal.is_candidate
+    assert proposal.inactivity_seconds == _idle(execution, clock) > 3600
+    evidence = proposal.evidence
     assert evidence.owner == "OTHER_PROCESS" and evidence.status == "STARTED"
     stale = operator.recover(
         execution.pk,
         expected_version=execution.version + 1,
         reason="HOST_LOST",
-        resulting="FAILED",
-        category="STALE_RECOVERED",
-        failure_id=9001,
+        directive=directive,
+        proposal=proposal,
     )
-    assert stale.request.rejection_code == "OPTIMISTIC_CONFLICT"
+    assert stale.rejection_code == "OPTIMISTIC_CONFLICT"
     outcome = operator.recover(
         execution.pk,
         expected_version=execution.version,
         reason="HOST_LOST",
-        resulting="FAILED",
-        category="STALE_RECOVERED",
-        failure_id=9001,
-        evidence=evidence,
+        directive=directive,
+        proposal=proposal,
     )
-    assert outcome.applied
+    assert outcome.recorded_outcome == "APPLIED"
     recovered = JobExecution.objects.get(pk=execution.pk)
     assert recovered.status == "FAILED"
     assert recovered.version == execution.version + 1
@@ -134,8 +158,12 @@ def test_recover_resolves_a_stale_execution_with_its_evidence(
     assert decision.execution_version == execution.version
     assert (decision.prior_status, decision.resulting_status) == ("STARTED", "FAILED")
     assert bytes(decision.evidence_digest) == digests.evidence_digest(evidence)
-    assert outcome.request.prior_status == "STARTED"
-    assert outcome.request.result_status == "FAILED"
+    assert decision.decided_at == clock.now()
+    assert (decision.operator_reference, decision.reason_code) == (
+        "ops@example.org",
+        "HOST_LOST",
+    )
+    assert (outcome.prior_status, outcome.result_status) == ("STARTED", "FAILED")
     assert check_history() == []
 
 
@@ -145,25 +173,22 @@ def test_an_unknown_commit_needs_unknown_effect_to_be_marked_failed(
     operator = Operator(repository, actor="ops@example.org", prefix="t")
     execution = _run(repository, clock, RunPlan("UNKNOWN", 0, 0.5)).refresh()
     first = operator.abandon(execution.pk, execution.version, "OPERATOR_DECISION")
-    assert first.request.rejection_code == "UNRESOLVED_RECOVERY_REQUIRED"
+    assert first.rejection_code == "UNRESOLVED_RECOVERY_REQUIRED"
+    directive = Directive.mark_failed("UNKNOWN_COMMIT", 1)
     wrong = operator.recover(
         execution.pk,
         expected_version=execution.version,
         reason="HOST_LOST",
-        resulting="FAILED",
-        category="UNKNOWN_COMMIT",
-        failure_id=1,
+        directive=directive,
     )
-    assert wrong.request.rejection_code == "UNRESOLVED_RECOVERY_REQUIRED"
+    assert wrong.rejection_code == "UNRESOLVED_RECOVERY_REQUIRED"
     right = operator.recover(
         execution.pk,
         expected_version=execution.version,
         reason="UNKNOWN_EFFECT",
-        resulting="FAILED",
-        category="UNKNOWN_COMMIT",
-        failure_id=1,
+        directive=directive,
     )
-    assert right.applied
+    assert right.recorded_outcome == "APPLIED"
     assert JobExecution.objects.get(pk=execution.pk).status == "FAILED"
 
 
@@ -173,15 +198,12 @@ def test_abandon_keeps_the_failure_and_the_end(
     operator = Operator(repository, actor="ops@example.org", prefix="t")
     failed = _run(repository, clock, RunPlan("FAILED", 0, 0.5, "TIMEOUT")).refresh()
     clock.advance(seconds=600)
-    outcome = operator.abandon(failed.pk, failed.version, "DATA_ISSUE")
-    assert outcome.applied
+    outcome = operator.abandon(failed.pk, failed.version, "BAD_INPUT_DATA")
+    assert outcome.recorded_outcome == "APPLIED"
     row = JobExecution.objects.get(pk=failed.pk)
     assert row.status == "ABANDONED"
     assert (row.failure_category, row.ended_at) == ("TIMEOUT", failed.ended_at)
-    assert (outcome.request.prior_status, outcome.request.result_status) == (
-        "FAILED",
-        "ABANDONED",
-    )
+    assert (outcome.prior_status, outcome.result_status) == ("FAILED", "ABANDONED")
     restart = operator.restart(row.job_instance_id, _definition())
     assert restart.request.rejection_code == "INSTANCE_ABANDONED"
     assert restart.request.job_instance_id == row.job_instance_id
@@ -228,17 +250,21 @@ def test_holds_and_a_purge_are_audited_with_their_counts(
     operator = Operator(repository, actor="ops@example.org", prefix="t")
     kept = _run(repository, clock, RunPlan(), serial=1).refresh()
     old = _run(repository, clock, RunPlan(), serial=2).refresh()
-    hold = operator.hold(kept.job_instance_id, "LEGAL_HOLD")
+    result = operator.hold(kept.job_instance_id, "LEGAL_HOLD")
+    hold = RetentionAction.objects.get(pk=result.audit_id)
     assert hold.plan_digest is None and hold.batch_bound is None
+    assert (hold.actor_ref, hold.applied_at) == ("ops@example.org", clock.now())
     assert JobInstance.objects.get(pk=kept.job_instance_id).hold_reason == "LEGAL_HOLD"
     clock.advance(seconds=3 * 86400)
     steps = old.steps.count()
-    purge = operator.purge(
+    applied = operator.purge(
         "nightly-ledger-import",
         reason="RETENTION_POLICY",
         min_age_seconds=86400,
         batch=10,
     )
+    purge = RetentionAction.objects.get(pk=applied.audit_id)
+    assert purge.applied_at == clock.now()
     assert bytes(purge.plan_digest) == digests.plan_digest(
         job_name="nightly-ledger-import",
         statuses=("STOPPED", "FAILED", "COMPLETED", "ABANDONED"),
@@ -251,8 +277,8 @@ def test_holds_and_a_purge_are_audited_with_their_counts(
     assert purge.deleted_step_executions == steps
     assert not JobExecution.objects.filter(pk=old.pk).exists()
     assert JobExecution.objects.filter(pk=kept.pk).exists()
-    release = operator.release_hold(kept.job_instance_id, "AUDIT_CLOSED")
-    assert release.action == "RELEASE_HOLD"
+    release = operator.release_hold(kept.job_instance_id, "HOLD_NO_LONGER_NEEDED")
+    assert (release.action, release.recorded_outcome) == ("RELEASE_HOLD", "APPLIED")
     assert JobInstance.objects.get(pk=kept.job_instance_id).hold_actor is None
     assert set(RetentionAction.objects.values_list("outcome_class", flat=True)) == {
         "APPLIED"

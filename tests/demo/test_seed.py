@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 
+from batchboard.actions import REASON_CODES
 from batchboard.demo import seed
 from batchboard.demo.catalogue import CATALOGUE
 from batchboard.demo.verify import check_history
@@ -74,6 +75,11 @@ def test_seeded_history_is_lawful_and_covers_every_scenario() -> None:
     assert RecoveryDecision.objects.exists()
     outcomes = set(OperatorRequest.objects.values_list("outcome_class", flat=True))
     assert outcomes == {"APPLIED", "REJECTED"}
+    # The console service wrote them: only the reasons it offers appear.
+    offered = {reason.code for reason in REASON_CODES}
+    for model in (OperatorRequest, RetentionAction):
+        reasons = set(model.objects.values_list("reason_code", flat=True))
+        assert reasons - {None} <= offered
     actions = set(RetentionAction.objects.values_list("action", flat=True))
     assert {"HOLD", "APPLY_PURGE"} <= actions
     assert (

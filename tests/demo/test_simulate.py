@@ -59,7 +59,7 @@ def test_a_stop_request_ends_the_run_stopped() -> None:
     outcome = Operator(simulator.repository, actor="ops@example.org", prefix="t").stop(
         execution.pk, execution.version
     )
-    assert outcome.applied
+    assert outcome.recorded_outcome == "APPLIED"
     for _ in range(20):
         if live.run.done:
             break
