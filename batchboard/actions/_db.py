@@ -13,7 +13,12 @@ from django.utils import timezone
 from django.utils.connection import ConnectionDoesNotExist
 
 from batchboard import conf
-from batchboard.actions.results import ActionError
+from batchboard.actions.results import (
+    ActionError,
+    ActionResult,
+    ConcurrentModification,
+    OperationOutcomeUnknown,
+)
 
 OPERATOR = "OPERATOR"
 RETENTION = "RETENTION"
@@ -126,6 +131,38 @@ def unit() -> Iterator[None]:
         yield
 
 
+def settle(
+    operation_id: str,
+    body: Callable[[], ActionResult],
+    reprobe: Callable[[], ActionResult | None],
+    *,
+    errors: tuple[type[Exception], ...] = (DatabaseError,),
+) -> ActionResult:
+    """
+    Run ``body`` as one :func:`unit` and settle its failure as spec 4.3 does.
+
+    A failure inside the unit (normally the audit insert losing to a
+    concurrent submission of the same operation id) re-probes: the recorded
+    outcome, else :class:`ConcurrentModification`. A failure after the body
+    ran to its end came from COMMIT, so the outcome is unknown
+    (:class:`OperationOutcomeUnknown`); resubmitting the same operation id
+    reports it.
+    """
+    committed = False
+    try:
+        with unit():
+            result = body()
+            committed = True
+    except errors as error:
+        if committed:
+            raise OperationOutcomeUnknown(operation_id) from error
+        replay = reprobe()
+        if replay is None:
+            raise ConcurrentModification() from error
+        return replay
+    return result
+
+
 def now() -> datetime:
     """
     Return the current time truncated to whole milliseconds.
@@ -168,6 +205,7 @@ __all__ = [
     "connection",
     "not_before",
     "now",
+    "settle",
     "unit",
     "writing",
 ]

@@ -44,12 +44,10 @@ from batchboard.actions.results import (
     REJECTED,
     REPLAYED,
     ActionResult,
-    ConcurrentModification,
     EvidenceStale,
     InvalidRequest,
     NotRecoverable,
     OperationIdConflict,
-    OperationOutcomeUnknown,
     TargetNotFound,
 )
 from batchboard.digests import RecoveryArgument, request_digest
@@ -164,13 +162,6 @@ def _audit(
     )
 
 
-def _after_failed_insert(request: Request) -> ActionResult:
-    replay = _probe(request)
-    if replay is None:
-        raise ConcurrentModification()
-    return replay
-
-
 def _run(
     request: Request, effect: Callable[[JobExecution, datetime], Effect]
 ) -> ActionResult:
@@ -186,40 +177,39 @@ def _protocol(
     if replay is not None:
         return replay
     at = _db.now()
-    committed = False
+
+    def apply() -> ActionResult:
+        execution = (
+            JobExecution.objects.using(_db.alias())
+            .select_for_update()
+            .only(*_LOCKED_FIELDS)
+            .filter(pk=request.execution_id)
+            .first()
+        )
+        if execution is None:
+            raise TargetNotFound(str(_("execution")), request.execution_id)
+        done = effect(execution, at)
+        row = _audit(request, at, done, None)
+        return _result(row, APPLIED, changed=done.changed)
+
     try:
-        with _db.unit():
-            execution = (
-                JobExecution.objects.using(_db.alias())
-                .select_for_update()
-                .only(*_LOCKED_FIELDS)
-                .filter(pk=request.execution_id)
-                .first()
-            )
-            if execution is None:
-                raise TargetNotFound(str(_("execution")), request.execution_id)
-            done = effect(execution, at)
-            row = _audit(request, at, done, None)
-            committed = True
+        return _db.settle(
+            request.operation_id,
+            apply,
+            lambda: _probe(request),
+            errors=(DatabaseError, RepositoryError),
+        )
     except Rejection as rejection:
         return _reject(request, at, rejection.code)
-    except (DatabaseError, RepositoryError) as error:
-        if committed:
-            # The block ran to its end, so the failure came from COMMIT: the
-            # transaction may or may not have been applied (spec 4.3.6).
-            raise OperationOutcomeUnknown(request.operation_id) from error
-        return _after_failed_insert(request)
-    return _result(row, APPLIED, changed=done.changed)
 
 
 def _reject(request: Request, at: datetime, code: str) -> ActionResult:
     """Record a REJECTED row in its own transaction (spec 4.3.3)."""
-    try:
-        with _db.unit():
-            row = _audit(request, at, None, code)
-    except DatabaseError:
-        return _after_failed_insert(request)
-    return _result(row, REJECTED, changed=False)
+
+    def record() -> ActionResult:
+        return _result(_audit(request, at, None, code), REJECTED, changed=False)
+
+    return _db.settle(request.operation_id, record, lambda: _probe(request))
 
 
 def _compare_and_swap(execution: JobExecution, **values: Any) -> None:
@@ -233,8 +223,32 @@ def _compare_and_swap(execution: JobExecution, **values: Any) -> None:
         raise Rejection("OPTIMISTIC_CONFLICT")
 
 
-def _target(execution_id: int) -> str:
-    return f"execution:{execution_id}"
+def _request(
+    action: str,
+    *,
+    user: Any,
+    operation_id: str,
+    ident: int,
+    version: int,
+    reason: str | None,
+    arguments: RecoveryArgument | None = None,
+) -> Request:
+    """Return the envelope of one request, its digest bound (spec 4.2)."""
+    return Request(
+        action=action,
+        operation_id=envelope.validate_operation_id(operation_id),
+        actor_ref=envelope.actor_ref_for(user),
+        execution_id=ident,
+        expected_version=version,
+        reason_code=reason,
+        digest=request_digest(
+            action=action,
+            target=f"execution:{ident}",
+            expected_version=version,
+            reason_code=reason,
+            arguments=arguments,
+        ),
+    )
 
 
 def _ids(execution_id: object, expected_version: object) -> tuple[int, int]:
@@ -269,20 +283,13 @@ def stop_execution(
     """
     permissions.require(user, envelope.STOP)
     ident, version = _ids(execution_id, expected_version)
-    actor = envelope.actor_ref_for(user)
-    request = Request(
-        action=envelope.STOP,
-        operation_id=envelope.validate_operation_id(operation_id),
-        actor_ref=actor,
-        execution_id=ident,
-        expected_version=version,
-        reason_code=None,
-        digest=request_digest(
-            action=envelope.STOP,
-            target=_target(ident),
-            expected_version=version,
-            reason_code=None,
-        ),
+    request = _request(
+        envelope.STOP,
+        user=user,
+        operation_id=operation_id,
+        ident=ident,
+        version=version,
+        reason=None,
     )
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
@@ -293,7 +300,7 @@ def stop_execution(
             _compare_and_swap(
                 execution,
                 stop_requested_at=at,
-                stop_requested_by=actor,
+                stop_requested_by=request.actor_ref,
                 updated_at=_db.not_before(at, execution.updated_at),
             )
             return Effect(execution.job_instance_id, status, status, changed=True)
@@ -326,19 +333,13 @@ def abandon_execution(
     permissions.require(user, envelope.ABANDON)
     ident, version = _ids(execution_id, expected_version)
     reason = envelope.validate_reason(reason_code, envelope.ABANDON)
-    request = Request(
-        action=envelope.ABANDON,
-        operation_id=envelope.validate_operation_id(operation_id),
-        actor_ref=envelope.actor_ref_for(user),
-        execution_id=ident,
-        expected_version=version,
-        reason_code=reason,
-        digest=request_digest(
-            action=envelope.ABANDON,
-            target=_target(ident),
-            expected_version=version,
-            reason_code=reason,
-        ),
+    request = _request(
+        envelope.ABANDON,
+        user=user,
+        operation_id=operation_id,
+        ident=ident,
+        version=version,
+        reason=reason,
     )
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
@@ -455,21 +456,14 @@ def recover_execution(
         # validated() made it an int (or None for abandon).
         failure_id=None if directive.failure_id is None else int(directive.failure_id),
     )
-    actor = envelope.actor_ref_for(user)
-    request = Request(
-        action=envelope.RECOVER,
-        operation_id=envelope.validate_operation_id(operation_id),
-        actor_ref=actor,
-        execution_id=ident,
-        expected_version=version,
-        reason_code=reason,
-        digest=request_digest(
-            action=envelope.RECOVER,
-            target=_target(ident),
-            expected_version=version,
-            reason_code=reason,
-            arguments=argument,
-        ),
+    request = _request(
+        envelope.RECOVER,
+        user=user,
+        operation_id=operation_id,
+        ident=ident,
+        version=version,
+        reason=reason,
+        arguments=argument,
     )
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
@@ -512,7 +506,7 @@ def recover_execution(
             prior_status=execution.status,
             resulting_status=directive.resulting_status,
             reason_code=reason,
-            operator_reference=actor,
+            operator_reference=request.actor_ref,
             evidence_digest=bytes(evidence_digest),
             decided_at=decided_at,
         )

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DatabaseError
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext_lazy as _
 
@@ -54,10 +53,8 @@ from batchboard.actions.results import (
     APPLIED,
     REPLAYED,
     ActionResult,
-    ConcurrentModification,
     InvalidRequest,
     OperationIdConflict,
-    OperationOutcomeUnknown,
     PlanStale,
     TargetNotFound,
 )
@@ -157,51 +154,36 @@ def _hold_protocol(
     if replay is not None:
         return replay
     at = _db.now()
-    committed = False
-    try:
-        with _db.unit():
-            instance = (
-                JobInstance.objects.using(_db.alias())
-                .select_for_update()
-                .only("id", "hold_actor", "hold_reason", "hold_placed_at")
-                .filter(pk=ident)
-                .first()
-            )
-            if instance is None:
-                raise TargetNotFound(str(_("job instance")), ident)
-            if action == envelope.HOLD:
-                values = {
-                    "hold_actor": actor,
-                    "hold_reason": reason,
-                    "hold_placed_at": at,
-                }
-                changed = (instance.hold_actor, instance.hold_reason) != (actor, reason)
-            else:
-                values = {
-                    "hold_actor": None,
-                    "hold_reason": None,
-                    "hold_placed_at": None,
-                }
-                changed = instance.hold_actor is not None
-            JobInstance.objects.using(_db.alias()).filter(pk=ident).update(**values)
-            row = RetentionAction.objects.using(_db.alias()).create(
-                job_instance_id=ident,
-                action=action,
-                operation_id=op,
-                actor_ref=actor,
-                reason_code=reason,
-                outcome_class=APPLIED,
-                applied_at=at,
-            )
-            committed = True
-    except DatabaseError as error:
-        if committed:
-            raise OperationOutcomeUnknown(op) from error
-        replay = _probe(action, op, **expected)
-        if replay is None:
-            raise ConcurrentModification() from error
-        return replay
-    return _retention_result(row, APPLIED, changed=changed)
+
+    def apply() -> ActionResult:
+        instance = (
+            JobInstance.objects.using(_db.alias())
+            .select_for_update()
+            .only("id", "hold_actor", "hold_reason", "hold_placed_at")
+            .filter(pk=ident)
+            .first()
+        )
+        if instance is None:
+            raise TargetNotFound(str(_("job instance")), ident)
+        if action == envelope.HOLD:
+            values = {"hold_actor": actor, "hold_reason": reason, "hold_placed_at": at}
+            changed = (instance.hold_actor, instance.hold_reason) != (actor, reason)
+        else:
+            values = {"hold_actor": None, "hold_reason": None, "hold_placed_at": None}
+            changed = instance.hold_actor is not None
+        JobInstance.objects.using(_db.alias()).filter(pk=ident).update(**values)
+        row = RetentionAction.objects.using(_db.alias()).create(
+            job_instance_id=ident,
+            action=action,
+            operation_id=op,
+            actor_ref=actor,
+            reason_code=reason,
+            outcome_class=APPLIED,
+            applied_at=at,
+        )
+        return _retention_result(row, APPLIED, changed=changed)
+
+    return _db.settle(op, apply, lambda: _probe(action, op, **expected))
 
 
 def place_hold(
@@ -686,36 +668,33 @@ def _purge_protocol(
         return replay
     actor = envelope.actor_ref_for(user)
     at = _db.now()
-    committed = False
+
+    def apply() -> ActionResult:
+        _revalidate(criteria, candidates, at)
+        counts = _delete(candidates)
+        row = RetentionAction.objects.using(_db.alias()).create(
+            job_instance_id=None,
+            action=envelope.APPLY_PURGE,
+            operation_id=op,
+            actor_ref=actor,
+            reason_code=reason,
+            plan_digest=reviewed,
+            batch_bound=criteria.batch,
+            outcome_class=APPLIED,
+            applied_at=at,
+            **counts,
+        )
+        return _retention_result(row, APPLIED, changed=bool(candidates))
+
+    def reprobe() -> ActionResult | None:
+        return _probe(envelope.APPLY_PURGE, op, **expected)
+
     try:
-        with _db.unit():
-            _revalidate(criteria, candidates, at)
-            counts = _delete(candidates)
-            row = RetentionAction.objects.using(_db.alias()).create(
-                job_instance_id=None,
-                action=envelope.APPLY_PURGE,
-                operation_id=op,
-                actor_ref=actor,
-                reason_code=reason,
-                plan_digest=reviewed,
-                batch_bound=criteria.batch,
-                outcome_class=APPLIED,
-                applied_at=at,
-                **counts,
-            )
-            committed = True
+        return _db.settle(op, apply, reprobe)
     except PlanStale:
         # A concurrent submission of the same form may have purged the
         # plan first: then this one is its replay, not a stale plan.
-        replay = _probe(envelope.APPLY_PURGE, op, **expected)
+        replay = reprobe()
         if replay is not None:
             return replay
         raise
-    except DatabaseError as error:
-        if committed:
-            raise OperationOutcomeUnknown(op) from error
-        replay = _probe(envelope.APPLY_PURGE, op, **expected)
-        if replay is None:
-            raise ConcurrentModification() from error
-        return replay
-    return _retention_result(row, APPLIED, changed=bool(candidates))
