@@ -1,15 +1,20 @@
-"""Admin actions: a confirmation asking the reason, then per-object results."""
+"""
+The operator actions in the real admin site: offered by authorization class,
+a confirmation asking the reason, then per-object results.
+"""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from django.contrib import admin
 from django.contrib.admin import helpers
 from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
+from batchboard.admin import JobExecutionAdmin, JobInstanceAdmin
 from batchboard.models import (
     JobExecution,
     JobInstance,
@@ -17,9 +22,8 @@ from batchboard.models import (
     RetentionAction,
 )
 from tests.actions import factories
-from tests.actions.admin_urls import ExecutionAdmin, site
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.actions.admin_urls")]
+pytestmark = pytest.mark.django_db
 
 EXECUTIONS = "admin:batchboard_jobexecution_changelist"
 INSTANCES = "admin:batchboard_jobinstance_changelist"
@@ -126,8 +130,10 @@ def test_actions_follow_the_classes(
     viewer_user: User, operator_user: User, admin_user: User
 ) -> None:
     """The admin offers each action only to its class and refuses the POST."""
-    execution_admin = site._registry[JobExecution]
-    instance_admin = site._registry[JobInstance]
+    execution_admin = admin.site.get_model_admin(JobExecution)
+    instance_admin = admin.site.get_model_admin(JobInstance)
+    assert isinstance(execution_admin, JobExecutionAdmin)
+    assert isinstance(instance_admin, JobInstanceAdmin)
 
     def offered(model_admin: object, user: User) -> set[str]:
         request = RequestFactory().get("/")
@@ -156,7 +162,6 @@ def test_actions_follow_the_classes(
     assert response.status_code in (200, 302)
     assert not OperatorRequest.objects.exists()
     assert JobExecution.objects.get(pk=execution.pk).status == "FAILED"
-    assert isinstance(execution_admin, ExecutionAdmin)
 
 
 def test_more_than_the_cap_is_refused(admin_user: User) -> None:
@@ -201,6 +206,157 @@ def test_admin_actions_require_csrf(admin_user: User) -> None:
 def test_recovery_links_to_the_dashboard(admin_user: User) -> None:
     running = factories.execution("STARTED")
     finished = factories.execution("FAILED")
-    mixin = site._registry[JobExecution]
-    assert "recovery-proposal" in mixin.recovery_proposal_link(running)  # type: ignore[attr-defined]
-    assert mixin.recovery_proposal_link(finished) == "—"  # type: ignore[attr-defined]
+    mixin = admin.site.get_model_admin(JobExecution)
+    assert isinstance(mixin, JobExecutionAdmin)
+    assert "recovery-proposal" in mixin.recovery_proposal_link(running)
+    assert mixin.recovery_proposal_link(finished) == "—"
+
+
+def _options(client: Client, url: str) -> set[str]:
+    body = client.get(url).content.decode()
+    if 'name="action"' not in body:
+        return set()
+    return set(re.findall(r'<option value="(\w+)"', body)) - {""}
+
+
+def test_changelists_offer_each_action_to_its_class_only(
+    viewer_user: User, operator_user: User, admin_user: User
+) -> None:
+    """The rendered changelists list exactly the actions each class may use."""
+    factories.execution("STARTED")
+    factories.instance()
+    executions, instances = reverse(EXECUTIONS), reverse(INSTANCES)
+    viewer, operator, administrator = (
+        _client(viewer_user),
+        _client(operator_user),
+        _client(admin_user),
+    )
+    assert _options(viewer, executions) == set()
+    assert _options(viewer, instances) == set()
+    assert _options(operator, executions) == {"stop_executions"}
+    assert _options(operator, instances) == set()
+    assert _options(administrator, executions) == {
+        "stop_executions",
+        "abandon_executions",
+    }
+    assert _options(administrator, instances) == {"place_holds", "release_holds"}
+    body = administrator.get(executions).content.decode()
+    assert 'id="action-toggle"' in body
+    assert re.search(
+        r'<input type="checkbox" name="_selected_action" value="\d+" '
+        r'class="action-select"',
+        body,
+    )
+    # Read-only everywhere else: no action at all, delete_selected least of all.
+    for model in ("operatorrequest", "retentionaction", "recoverydecision"):
+        url = reverse(f"admin:batchboard_{model}_changelist")
+        assert _options(administrator, url) == set()
+
+
+def test_permission_methods_follow_the_classes(
+    viewer_user: User, operator_user: User, admin_user: User
+) -> None:
+    """Each has_<action>_permission asks for its own class."""
+    execution_admin = admin.site.get_model_admin(JobExecution)
+    instance_admin = admin.site.get_model_admin(JobInstance)
+    assert isinstance(execution_admin, JobExecutionAdmin)
+    assert isinstance(instance_admin, JobInstanceAdmin)
+
+    def allowed(user: User) -> tuple[bool, ...]:
+        request = RequestFactory().get("/")
+        request.user = user
+        return (
+            execution_admin.has_stop_permission(request),
+            execution_admin.has_abandon_permission(request),
+            instance_admin.has_hold_permission(request),
+            instance_admin.has_release_permission(request),
+        )
+
+    assert allowed(viewer_user) == (False, False, False, False)
+    assert allowed(operator_user) == (True, False, False, False)
+    assert allowed(admin_user) == (True, True, True, True)
+
+
+@pytest.mark.parametrize(
+    "action", ["stop_executions", "abandon_executions", "delete_selected"]
+)
+def test_a_viewer_forging_an_execution_action_writes_nothing(
+    action: str, viewer_user: User
+) -> None:
+    """A complete, confirmed POST from a user without the class changes nothing."""
+    status = "STARTED" if action == "stop_executions" else "FAILED"
+    execution = factories.execution(status)
+    before = JobExecution.objects.values().get(pk=execution.pk)
+    response = _client(viewer_user).post(
+        reverse(EXECUTIONS),
+        {
+            "action": action,
+            helpers.ACTION_CHECKBOX_NAME: [execution.pk],
+            "post": "yes",
+            "reason_code": "OPERATOR_DECISION",
+            f"version_{execution.pk}": "3",
+            "operation_id": "op-forged",
+        },
+    )
+    assert response.status_code in (200, 302)
+    assert JobExecution.objects.values().get(pk=execution.pk) == before
+    assert not OperatorRequest.objects.exists()
+
+
+@pytest.mark.parametrize("action", ["place_holds", "release_holds", "delete_selected"])
+def test_an_operator_forging_a_hold_writes_nothing(
+    action: str, operator_user: User
+) -> None:
+    """Holds are Destructive: the Lifecycle class cannot place or release one."""
+    held = action == "release_holds"
+    instance = factories.instance(held=held)
+    response = _client(operator_user).post(
+        reverse(INSTANCES),
+        {
+            "action": action,
+            helpers.ACTION_CHECKBOX_NAME: [instance.pk],
+            "post": "yes",
+            "reason_code": "LEGAL_HOLD",
+            "operation_id": "op-forged",
+        },
+    )
+    assert response.status_code in (200, 302)
+    after = JobInstance.objects.get(pk=instance.pk)
+    assert (after.hold_actor is not None) is held
+    assert not RetentionAction.objects.exists()
+
+
+def test_actions_work_from_a_keyset_page(admin_user: User) -> None:
+    """A deep page's action form posts back to its own URL and still acts."""
+    running = factories.execution("STARTED")
+    newer = factories.execution("STARTED")
+    url = reverse(EXECUTIONS) + f"?after={newer.pk}"
+    client = _client(admin_user)
+    first = client.post(
+        url, {"action": "stop_executions", helpers.ACTION_CHECKBOX_NAME: [running.pk]}
+    )
+    assert first.status_code == 200
+    data = {
+        name: value
+        for name, value in _hidden(first.content.decode())
+        if name != "csrfmiddlewaretoken"
+    }
+    assert "APPLIED" in client.post(url, data).content.decode()
+    assert JobExecution.objects.get(pk=running.pk).stop_requested_at is not None
+    assert JobExecution.objects.get(pk=newer.pk).stop_requested_at is None
+
+
+def test_an_execution_page_links_to_its_recovery_proposal(viewer_user: User) -> None:
+    """The real admin's execution page links an unresolved run to the dashboard."""
+    running = factories.execution("STARTED")
+    finished = factories.execution("COMPLETED")
+    client = _client(viewer_user)
+    proposal = reverse("batchboard:recovery_proposal", args=[running.pk])
+    body = client.get(
+        reverse("admin:batchboard_jobexecution_change", args=[running.pk])
+    ).content.decode()
+    assert f'href="{proposal}"' in body
+    body = client.get(
+        reverse("admin:batchboard_jobexecution_change", args=[finished.pk])
+    ).content.decode()
+    assert "recovery-proposal" not in body
