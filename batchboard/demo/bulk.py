@@ -4,7 +4,8 @@ Bulk history for benchmarks: millions of finished executions, fast.
 The seeder records demo history one repository operation at a time, which
 is faithful but far too slow for a benchmark-sized database. This loader
 plans the same kind of history in memory and writes it in large batches:
-``COPY`` through psycopg on PostgreSQL, ``executemany`` on SQLite. Nothing
+binary ``COPY`` through psycopg on PostgreSQL (rows planned in the wire
+form, so no value is converted per row), ``executemany`` on SQLite. Nothing
 the schema enforces is disabled (checks, unique indexes and foreign keys all
 apply), and every row is one the repository could have written:
 
@@ -54,9 +55,16 @@ from batchboard.models import JobDefinition
 HISTORY_DAYS = 60
 #: Instances of the rare job over the whole load, spread evenly.
 RARE_INSTANCES = 300
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_EMPTY_JSON = "{}"
-_FAULT_JSON = json.dumps(digests.EMPTY_FAULT_STATE, separators=(",", ":"))
+# The planner's clock counts milliseconds from PostgreSQL's epoch, so a
+# timestamp is written as the microseconds binary COPY sends for timestamptz.
+_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+_PG_EPOCH_MS = digests.epoch_ms(_PG_EPOCH)
+# jsonb values are planned in jsonb's binary wire form: version 1, then text.
+_JSONB = b"\x01"
+_EMPTY_JSON = _JSONB + b"{}"
+_FAULT_JSON = _JSONB + json.dumps(
+    digests.EMPTY_FAULT_STATE, separators=(",", ":")
+).encode("utf-8")
 _FAULT_CHECKSUM = digests.fault_state_checksum(digests.EMPTY_FAULT_STATE)
 _FLOW_STEP_INPUT = b"oxide-batch.flow-step-input.v1\0"
 _EMPTY_DESCRIPTOR = (*EMPTY_CONTEXT, _EMPTY_JSON)
@@ -289,12 +297,38 @@ _TABLES = (
     ("ob_step_execution", STEP_COLUMNS, "steps"),
     ("ob_flow_decision", DECISION_COLUMNS, "decisions"),
 )
-# Positions of timestamp columns, converted per backend when written.
-_TIMESTAMPS = {
-    "instances": (4,),
-    "executions": (14, 15, 16, 17),
-    "steps": (21, 22, 23, 24),
-    "decisions": (12,),
+_I8, _I4, _I2, _TEXT, _BYTES = "int8", "int4", "int2", "text", "bytea"
+_JSON, _STAMP = "jsonb", "timestamptz"
+# Column types in the order of the column lists above.
+_TYPES = {
+    "instances": (_I8, _TEXT, _BYTES, _JSON, _STAMP),
+    "executions": (
+        (_I8, _I8, _I8, _I8, _I4, _TEXT, _TEXT, _JSON)
+        + (_I2, _TEXT, _I4, _JSON, _TEXT, _I8)
+        + (_STAMP,) * 4
+        + (_I8, _BYTES)
+    ),
+    "steps": (
+        (_I8, _I8, _TEXT, _TEXT, _TEXT)
+        + (_I8,) * 6
+        + (_I2, _TEXT, _I4, _JSON) * 2
+        + (_TEXT, _I8)
+        + (_STAMP,) * 4
+        + (_I8, _TEXT)
+        + (_I8,) * 7
+        + (_JSON, _BYTES)
+    ),
+    "decisions": (_I8,) * 5 + (_TEXT,) * 5 + (_BYTES, _BYTES, _STAMP),
+}
+# Planned rows already hold the binary COPY wire form of every value: a
+# timestamptz is int8 microseconds since 2000-01-01 UTC and a jsonb value is
+# bytes (version byte, then the text), so each is sent with the dumper of
+# its wire type and no value is converted per row. PostgreSQL still receives
+# and checks a timestamptz and a jsonb value for those columns.
+_WIRE = {_STAMP: _I8, _JSON: _BYTES}
+_WIRE_TYPES = {
+    attribute: [_WIRE.get(kind, kind) for kind in kinds]
+    for attribute, kinds in _TYPES.items()
 }
 
 _FAILURE_NAMES = [name for name, weight in FAILURE_WEIGHTS for _ in range(weight)]
@@ -327,7 +361,12 @@ class _Step:
 
 
 class _Planner:
-    """Plan instances, attempts, steps and decisions as row tuples."""
+    """
+    Plan instances, attempts, steps and decisions as row tuples.
+
+    ``start_ms`` and ``end_ms`` count milliseconds since 2000-01-01 UTC, the
+    clock every planned timestamp is written in (as microseconds).
+    """
 
     def __init__(
         self,
@@ -404,22 +443,24 @@ class _Planner:
         ids = self.ids
         ids.instance += 1
         instance_id = ids.instance
-        business_date = (_EPOCH + timedelta(milliseconds=at_ms)).date().isoformat()
+        business_date = (
+            (_PG_EPOCH + timedelta(milliseconds=at_ms)).date().isoformat()
+        )
         shard = int(draw() * 16) - 8
         backfill = draw() < 0.1
         key = _fast_instance_key(
             definition.prefix, business_date, shard, instance_id, backfill
         )
-        envelope = (
+        envelope = _JSONB + (
             '{"backfill": {"type": "bool", "identifying": true, "value": '
             + ("true" if backfill else "false")
             + '}, "business_date": {"type": "string", "identifying": true, '
             + f'"value": "{business_date}"}}, "run_id": {{"type": "u64", '
             + f'"identifying": true, "value": {instance_id}}}, "shard": '
             + f'{{"type": "i64", "identifying": true, "value": {shard}}}}}'
-        )
+        ).encode("ascii")
         batch.instances.append(
-            (instance_id, definition.spec.name, key, envelope, at_ms)
+            (instance_id, definition.spec.name, key, envelope, at_ms * 1000)
         )
         nodes = definition.spec.nodes
         routes = definition.routes
@@ -461,7 +502,7 @@ class _Planner:
                             None,
                             digest,
                             inputs[index],
-                            t,
+                            t * 1000,
                         )
                     )
                     continue
@@ -496,7 +537,7 @@ class _Planner:
                         1,
                         node.checkpoint_schema,
                         1,
-                        f'{{"offset": {state.read}}}',
+                        b'\x01{"offset": %d}' % state.read,
                     )
                 else:
                     checkpoint = _EMPTY_DESCRIPTOR
@@ -532,10 +573,10 @@ class _Planner:
                         *_EMPTY_DESCRIPTOR,
                         category,
                         failure_id,
-                        step_created,
-                        step_started,
-                        step_ended,
-                        step_ended + 1,
+                        step_created * 1000,
+                        step_started * 1000,
+                        step_ended * 1000,
+                        (step_ended + 1) * 1000,
                         version,
                         node.id,
                         state.retry,
@@ -568,7 +609,7 @@ class _Planner:
                         terminal,
                         digest,
                         inputs[index],
-                        t,
+                        t * 1000,
                     )
                 )
                 if step_status != "COMPLETED":
@@ -597,10 +638,10 @@ class _Planner:
                     *_EMPTY_DESCRIPTOR,
                     failure[0] if failure else None,
                     failure[1] if failure else None,
-                    created,
-                    started,
-                    ended,
-                    updated,
+                    created * 1000,
+                    started * 1000,
+                    ended * 1000,
+                    updated * 1000,
                     version,
                     rng.randbytes(16),
                 )
@@ -687,15 +728,17 @@ def _max_ids(alias: str) -> _Ids:
     return _Ids(*values)
 
 
-def _ms_to_datetime(ms: int) -> datetime:
-    return _EPOCH + timedelta(milliseconds=ms)
-
-
-def _sqlite_timestamp(ms: int | None) -> str | None:
-    # Django's SQLite backend stores naive UTC text, microseconds included.
-    if ms is None:
+def _sqlite_value(kind: str, value: Any) -> Any:
+    """Return a planned wire value as Django's SQLite backend stores it."""
+    if value is None:
         return None
-    return _ms_to_datetime(ms).replace(tzinfo=None).isoformat(sep=" ")
+    if kind == _STAMP:
+        # Naive UTC text, microseconds included.
+        moment = _PG_EPOCH + timedelta(microseconds=value)
+        return moment.replace(tzinfo=None).isoformat(sep=" ")
+    if kind == _JSON:
+        return bytes(value[1:]).decode("utf-8")
+    return value
 
 
 def _write_postgresql(alias: str, batch: _Batch) -> None:
@@ -705,15 +748,14 @@ def _write_postgresql(alias: str, batch: _Batch) -> None:
             rows: list[tuple[Any, ...]] = getattr(batch, attribute)
             if not rows:
                 continue
-            stamps = _TIMESTAMPS[attribute]
-            statement = f"COPY {table} ({', '.join(columns)}) FROM STDIN"
+            statement = (
+                f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+            )
             with cursor.copy(statement) as copy:
+                copy.set_types(_WIRE_TYPES[attribute])
+                write = copy.write_row
                 for row in rows:
-                    values = list(row)
-                    for position in stamps:
-                        if values[position] is not None:
-                            values[position] = _ms_to_datetime(values[position])
-                    copy.write_row(values)
+                    write(row)
 
 
 def _write_sqlite(alias: str, batch: _Batch) -> None:
@@ -722,13 +764,14 @@ def _write_sqlite(alias: str, batch: _Batch) -> None:
             rows: list[tuple[Any, ...]] = getattr(batch, attribute)
             if not rows:
                 continue
-            stamps = _TIMESTAMPS[attribute]
-            converted = []
-            for row in rows:
-                values = list(row)
-                for position in stamps:
-                    values[position] = _sqlite_timestamp(values[position])
-                converted.append(values)
+            kinds = _TYPES[attribute]
+            converted = [
+                [
+                    _sqlite_value(kind, value)
+                    for kind, value in zip(kinds, row, strict=True)
+                ]
+                for row in rows
+            ]
             marks = ", ".join(["%s"] * len(columns))
             cursor.executemany(
                 f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({marks})',
@@ -782,8 +825,8 @@ def bulk_load(
             definitions,
             rare,
             executions=executions,
-            start_ms=digests.epoch_ms(start),
-            end_ms=digests.epoch_ms(end),
+            start_ms=digests.epoch_ms(start) - _PG_EPOCH_MS,
+            end_ms=digests.epoch_ms(end) - _PG_EPOCH_MS,
             ids=ids,
             rng=random.Random(seed),
         )
@@ -871,6 +914,9 @@ def _load_parallel(
         try:
             # Each thread has its own connection, hence its own transaction.
             with transaction.atomic(using=alias):
+                # A benchmark load need not wait for its WAL to reach disk.
+                with connections[alias].cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit = off")
                 while (batch := work.get()) is not None:
                     if errors:
                         continue

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
@@ -94,3 +94,42 @@ def test_bulk_load_refuses_bad_arguments() -> None:
         bulk.bulk_load(0, now=NOW)
     with pytest.raises(ValueError, match="workers"):
         bulk.bulk_load(10, now=NOW, workers=0)
+
+
+def test_bulk_types_match_the_tables() -> None:
+    """Each planned value is sent as its column's type (binary COPY relies on it)."""
+    wire = {"varchar": "text", "int8": "int8", "int4": "int4", "int2": "int2"}
+    connection = connections[conf.database_alias()]
+    for table, columns, attribute in bulk._TABLES:
+        kinds = bulk._TYPES[attribute]
+        assert len(kinds) == len(columns)
+        if connection.vendor != "postgresql":
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT column_name, udt_name FROM information_schema.columns "
+                "WHERE table_schema = 'oxide_batch' AND table_name = %s",
+                [table],
+            )
+            actual = dict(cursor.fetchall())
+        assert [wire.get(actual[c], actual[c]) for c in columns] == list(kinds)
+
+
+def test_bulk_timestamps_and_documents_read_back() -> None:
+    bulk.bulk_load(40, seed=9, now=NOW)
+    end = NOW - timedelta(hours=6)
+    start = end - timedelta(days=bulk.HISTORY_DAYS)
+    first = JobExecution.objects.order_by("id").first()
+    assert first is not None
+    assert start <= first.created_at < first.started_at < first.ended_at
+    assert first.created_at.microsecond % 1000 == 0
+    instance = JobInstance.objects.get(id=first.job_instance_id)
+    assert instance.created_at == first.created_at
+    assert set(instance.identifying_parameters) == {
+        "backfill",
+        "business_date",
+        "run_id",
+        "shard",
+    }
+    assert instance.identifying_parameters["run_id"]["value"] == instance.id
+    assert first.context_payload == {}
