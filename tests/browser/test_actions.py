@@ -95,37 +95,56 @@ def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
     )
 
 
-def test_administrator_places_a_hold_and_sees_the_badge(
+def test_administrator_places_a_hold_in_the_admin_and_sees_the_badge(
     page: Any, live_server: Any
 ) -> None:
-    """
-    A hold placed on the instance page shows as a badge there and on the job.
-
-    The admin's instance changelist offers no hold action in this version,
-    so the hold is placed through the dashboard's instance page.
-    """
+    """The admin's hold action, confirmed with a reason, shows in the dashboard."""
     member("administrator", staff=True)
     factories.definition("nightly-import")
     instance = factories.instance("nightly-import")
     factories.execution(instance, "FAILED")
     sign_in(page, live_server, "administrator", f"/instances/{instance.pk}/")
     assert page.locator(".bb-flag:text('held')").count() == 0
+    page.goto(f"{live_server.url}/admin/batchboard/jobinstance/")
+    page.check(f"input[name=_selected_action][value='{instance.pk}']")
+    page.select_option("select[name=action]", "place_holds")
+    page.click("button[name=index]")
+    page.wait_for_selector("#bb-admin-reason")
+    assert "DESTRUCTIVE" in page.inner_text("#content").upper()
+    page.select_option("#bb-admin-reason", "LEGAL_HOLD")
+    page.click("input[type=submit][value^='Yes']")
+    page.wait_for_selector("td strong:text('APPLIED')")
+    held = JobInstance.objects.get(pk=instance.pk)
+    assert (held.hold_actor, held.hold_reason) == ("user:administrator", "LEGAL_HOLD")
+    page.goto(f"{live_server.url}/instances/{instance.pk}/")
+    page.wait_for_selector(".bb-facts .bb-flag--warn:text('held')")
+    assert "LEGAL_HOLD" in page.inner_text(".bb-facts")
+    page.goto(f"{live_server.url}/jobs/nightly-import/")
+    page.wait_for_selector(f"tr:has(a:text('#{instance.pk}')) .bb-flag:text('held')")
+
+
+def test_administrator_places_a_hold_on_the_instance_page(
+    page: Any, live_server: Any
+) -> None:
+    """The dashboard's own hold dialog does the same, in place."""
+    member("administrator", staff=True)
+    factories.definition("nightly-import")
+    instance = factories.instance("nightly-import")
+    factories.execution(instance, "FAILED")
+    sign_in(page, live_server, "administrator", f"/instances/{instance.pk}/")
     page.click("a:text('Place hold…')")
     dialog = page.locator(f"#bb-action-slot-instance-{instance.pk} .bb-dialog")
     dialog.wait_for()
     assert "DESTRUCTIVE" in dialog.text_content()
-    dialog.locator("select[name=reason_code]").select_option(index=1)
+    dialog.locator("select[name=reason_code]").select_option("AUDIT")
     dialog.locator("button[type=submit]").click()
     result = page.locator(f"#bb-action-slot-instance-{instance.pk} .bb-result")
     result.wait_for()
     assert "APPLIED" in result.inner_text()
-    held = JobInstance.objects.get(pk=instance.pk)
-    assert held.hold_actor == "user:administrator"
+    assert JobInstance.objects.get(pk=instance.pk).hold_actor == "user:administrator"
     page.reload()
     page.wait_for_selector(".bb-facts .bb-flag--warn:text('held')")
     assert "Release hold…" in page.inner_text(f"#bb-actions-instance-{instance.pk}")
-    page.goto(f"{live_server.url}/jobs/nightly-import/")
-    page.wait_for_selector(f"tr:has(a:text('#{instance.pk}')) .bb-flag:text('held')")
 
 
 def assert_no_actions(page: Any) -> None:
