@@ -207,6 +207,73 @@ def _max_id(queryset: QuerySet[Any]) -> Coalesce:
     )
 
 
+# -- statements compiled once -------------------------------------------------------
+
+# Compiling a page's ORM query cost more than running it; on PostgreSQL each
+# shape of query is compiled once, with stand-in values, and later pages run
+# the cached text with their own values bound in the stand-ins' places.
+_STATEMENTS: dict[tuple[Any, ...], tuple[str, list[int | None], list[Any]] | None] = {}
+# Within every integer column's range: Django drops a comparison with a
+# value its column cannot hold, and the stand-in would not come back.
+_STAND_IN = 2_000_000_011
+
+
+def _stand_in(index: int, value: Any) -> Any:
+    if isinstance(value, str):
+        return f"\x1fbatchboard-stand-in-{index}\x1f"
+    return _STAND_IN + index
+
+
+def _values_rows(
+    shape: tuple[Any, ...],
+    build: Callable[[Sequence[Any]], QuerySet[Any]],
+    args: Sequence[Any],
+) -> list[dict[str, Any]]:
+    """
+    Return the rows of the values query ``build(args)``.
+
+    ``shape`` must name everything that changes the statement's text apart
+    from ``args`` (which filters apply, the page size). ``args`` are ints
+    and strings bound as parameters. SQLite, whose values need the ORM's
+    converters, always goes through the ORM, as does any shape whose
+    stand-ins do not come back as parameters one for one.
+    """
+    using = _using()
+    if _vendor() != "postgresql":
+        return list(build(args))
+    key = (using, *shape)
+    if key not in _STATEMENTS:
+        stand_ins = [_stand_in(index, value) for index, value in enumerate(args)]
+        sql, params = build(stand_ins).query.get_compiler(using).as_sql()
+        slots: list[int | None] = []
+        for param in params:
+            # Integer lookups may come back wrapped (psycopg's Int4, an int).
+            found = [
+                index
+                for index, stand_in in enumerate(stand_ins)
+                if isinstance(param, type(stand_in))
+                and not isinstance(param, bool)
+                and param == stand_in
+            ]
+            slots.append(found[0] if found else None)
+        complete = {slot for slot in slots if slot is not None} == set(
+            range(len(args))
+        )
+        _STATEMENTS[key] = (sql, slots, list(params)) if complete else None
+    statement = _STATEMENTS[key]
+    if statement is None:
+        return list(build(args))
+    sql, slots, constants = statement
+    bound = [
+        constant if slot is None else args[slot]
+        for slot, constant in zip(slots, constants, strict=True)
+    ]
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, bound)
+        names = [column.name for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
 # -- page assembly --------------------------------------------------------------
 
 
@@ -230,14 +297,21 @@ def _window(spec: QuerySpec, page_size: int, token: str | None) -> _Window:
 
 
 def _bounded(
-    queryset: QuerySet[Any], window: _Window, ceiling_source: Any
+    queryset: QuerySet[Any],
+    window: _Window,
+    ceiling_source: Any,
+    ceiling: int | None = None,
 ) -> QuerySet[Any]:
-    """Apply the identity ceiling: captured here on page one, else the cursor's."""
+    """
+    Apply the identity ceiling: captured here on page one, else the cursor's.
+
+    ``ceiling`` stands in for the cursor's ceiling when given.
+    """
     if window.ceiling is None:
         return queryset.annotate(bb_ceiling=ceiling_source).filter(
             id__lte=F("bb_ceiling")
         )
-    return queryset.filter(id__lte=window.ceiling)
+    return queryset.filter(id__lte=window.ceiling if ceiling is None else ceiling)
 
 
 def _assemble(
@@ -531,21 +605,11 @@ def recent_failures(limit: int = ATTENTION_LIMIT) -> list[dict[str, Any]]:
 def instances(job_name: str, page_size: int, token: str | None = None) -> Page:
     """Return a job's instances, newest first, with their latest attempt."""
     window = _window(cursors.instances(job_name), page_size, token)
-    queryset = JobInstance.objects.using(_using()).filter(job_name=job_name)
+    args: list[Any] = [job_name]
     if window.after is not None:
-        queryset = queryset.filter(id__lt=cursors.identity_key(window.after))
-    queryset = _bounded(
-        queryset, window, _max_id(JobInstance.objects.filter(job_name=job_name))
-    )
-    latest = JobExecution.objects.filter(job_instance_id=OuterRef("id")).order_by(
-        "-attempt"
-    )
-    queryset = queryset.annotate(
-        parameter_kinds=_parameter_kinds("ob_job_instance", "identifying_parameters"),
-        latest_id=Subquery(latest.values("id")[:1]),
-        latest_attempt=Subquery(latest.values("attempt")[:1]),
-        latest_status=Subquery(latest.values("status")[:1]),
-    )
+        args.append(cursors.identity_key(window.after))
+    if window.ceiling is not None:
+        args.append(window.ceiling)
     fields = [
         "id",
         "job_name",
@@ -558,7 +622,39 @@ def instances(job_name: str, page_size: int, token: str | None = None) -> Page:
         "latest_attempt",
         "latest_status",
     ] + (["bb_ceiling"] if window.first else [])
-    rows = list(queryset.order_by("-id").values(*fields)[: window.page_size])
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        given = iter(values)
+        name = next(given)
+        queryset = JobInstance.objects.using(_using()).filter(job_name=name)
+        if window.after is not None:
+            queryset = queryset.filter(id__lt=next(given))
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(JobInstance.objects.filter(job_name=name)),
+            next(given) if window.ceiling is not None else None,
+        )
+        latest = JobExecution.objects.filter(job_instance_id=OuterRef("id")).order_by(
+            "-attempt"
+        )
+        queryset = queryset.annotate(
+            parameter_kinds=_parameter_kinds(
+                "ob_job_instance", "identifying_parameters"
+            ),
+            latest_id=Subquery(latest.values("id")[:1]),
+            latest_attempt=Subquery(latest.values("attempt")[:1]),
+            latest_status=Subquery(latest.values("status")[:1]),
+        )
+        return queryset.order_by("-id").values(*fields)[: window.page_size]
+
+    shape = (
+        "instances",
+        window.after is None,
+        window.ceiling is None,
+        window.page_size,
+    )
+    rows = _values_rows(shape, build, args)
     for row in rows:
         row["parameters"] = _descriptors(row.pop("parameter_kinds"))
     return _assemble(
@@ -677,35 +773,71 @@ def recent_executions(
     ``Ordered(instance id, attempt)``, both immutable.
     """
     window = _window(cursors.recent_executions(status, job_name), page_size, token)
-    queryset = JobExecution.objects.using(_using()).all()
-    if status:
-        queryset = queryset.filter(status=status)
+    after = window.after
+    args: list[Any] = [status] if status else []
     if job_name:
-        queryset = queryset.filter(job_instance__job_name=job_name)
+        args.append(job_name)
         order: tuple[str, ...] = ("-job_instance_id", "-attempt")
-        if window.after is not None:
-            instance_id, attempt = cursors.ordered_key(window.after)
-            queryset = queryset.filter(
-                Q(job_instance_id__lt=instance_id)
-                | Q(job_instance_id=instance_id, attempt__lt=attempt)
-            ).extra(
-                # The same bound on the instance side, where the planner can
-                # start its index scan (it does not carry inequalities
-                # across the join).
-                where=['"ob_job_instance"."id" <= %s'],
-                params=[instance_id],
-            )
+        if after is not None:
+            args.extend(cursors.ordered_key(after))
     else:
         order = ("-id",)
-        if window.after is not None:
-            queryset = queryset.filter(id__lt=cursors.identity_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
+        if after is not None:
+            args.append(cursors.identity_key(after))
+    if window.ceiling is not None:
+        args.append(window.ceiling)
     fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded"] + (
         ["bb_ceiling"] if window.first else []
     )
-    rows = list(
-        _execution_values(queryset).order_by(*order).values(*fields)[: window.page_size]
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        given = iter(values)
+        queryset = JobExecution.objects.using(_using()).all()
+        if status:
+            queryset = queryset.filter(status=next(given))
+        if job_name:
+            queryset = queryset.filter(job_instance__job_name=next(given))
+            if after is not None:
+                instance_id, attempt = next(given), next(given)
+                queryset = queryset.filter(
+                    Q(job_instance_id__lt=instance_id)
+                    | Q(job_instance_id=instance_id, attempt__lt=attempt)
+                ).extra(
+                    # The same bound as plain inequalities on both sides of
+                    # the join, where the planner can start its index scans:
+                    # it uses neither the OR above nor inequalities carried
+                    # across the join as index conditions, and would
+                    # otherwise filter every newer execution of every job on
+                    # a deep page.
+                    where=[
+                        '"ob_job_instance"."id" <= %s',
+                        '"ob_job_execution"."job_instance_id" <= %s',
+                    ],
+                    params=[instance_id, instance_id],
+                )
+        elif after is not None:
+            queryset = queryset.filter(id__lt=next(given))
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(JobExecution.objects.all()),
+            next(given) if window.ceiling is not None else None,
+        )
+        return (
+            _execution_values(queryset)
+            .order_by(*order)
+            .values(*fields)[: window.page_size]
+        )
+
+    shape = (
+        "recent_executions",
+        bool(status),
+        bool(job_name),
+        after is None,
+        window.ceiling is None,
+        window.page_size,
     )
+    rows = _values_rows(shape, build, args)
 
     def key(row: dict[str, Any]) -> cursors.Key:
         if job_name:
