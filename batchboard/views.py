@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
@@ -24,6 +25,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import replace_url
@@ -31,7 +33,10 @@ from django_htmx.middleware import HtmxDetails
 
 from batchboard import conf, cursors, queries, schema
 from batchboard.queries import Page
+from batchboard.templatetags import batchboard as tags
 
+# Identifying parameters a job's instance list shows per row.
+_SHOWN_PARAMETERS = 8
 # Django's reverse() leaves these characters unquoted in paths.
 _PATH_SAFE = "!$&'()*+,;=/~:@"
 
@@ -231,13 +236,16 @@ class _Links:
 
     A page of rows links to several pages per row; reversing each link cost
     more than the query that read the rows, so each name is reversed around
-    a placeholder once and the ids are substituted.
+    a placeholder once and the ids are substituted. Execution rows also get
+    their formatted cells here (badge, times, ages) as of ``now``: one pass
+    in Python costs a fraction of the template tags per row it replaces.
     """
 
     _PLACEHOLDER = "987654321987"
 
-    def __init__(self) -> None:
+    def __init__(self, now: datetime | None = None) -> None:
         self._bases: dict[str, str] = {}
+        self.now = now or timezone.now()
 
     def _base(self, name: str) -> str:
         base = self._bases.get(name)
@@ -255,6 +263,8 @@ class _Links:
     def executions(
         self, rows: list[dict[str, Any]], triage: bool = False
     ) -> list[dict[str, Any]]:
+        now = self.now
+        unresolved = schema.UNRESOLVED
         for row in rows:
             row["url"] = self.id("batchboard:execution", row["id"])
             row["job_url"] = self.job(row["job_name"])
@@ -262,6 +272,11 @@ class _Links:
             row["row_url"] = self.id("batchboard:execution_row", row["id"]) + (
                 "?triage=1" if triage else ""
             )
+            row["live"] = row["status"] in unresolved
+            row["badge"] = tags.status(row["status"])
+            row["created_cell"] = tags.utc(row["created_at"], now)
+            row["duration"] = tags.duration(row["started_at"], row["ended_at"], now)
+            row["updated_age"] = tags.age(row["updated_at"], now)
         return rows
 
     def steps(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -278,12 +293,24 @@ class _Links:
         return rows
 
     def instances(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        now = self.now
         for row in rows:
             row["url"] = self.id("batchboard:instance", row["id"])
             latest = row["latest_id"]
             row["latest_url"] = (
                 self.id("batchboard:execution", latest) if latest else None
             )
+            row["badge"] = tags.status(row["latest_status"]) if latest else None
+            row["created_cell"] = tags.utc(row["created_at"], now)
+            parameters = row["parameters"]
+            # Names and kinds only (never values), escaped by format_html_join.
+            row["parameters_html"] = format_html_join(
+                "",
+                '<span class="bb-param"><span class="bb-param-name">{}</span> '
+                '<span class="bb-param-kind">{}</span></span>',
+                parameters[:_SHOWN_PARAMETERS],
+            )
+            row["more_parameters"] = max(0, len(parameters) - _SHOWN_PARAMETERS)
         return rows
 
 
@@ -372,20 +399,50 @@ def index(request: HtmxHttpRequest) -> HttpResponse:
     jobs = []
     for name in names:
         strip = strips.get(name, [])
-        for run in strip:
-            run["url"] = links.id("batchboard:execution", run["id"])
+        last = strip[0] if strip else None
         jobs.append(
             {
                 "name": name,
                 "url": links.job(name),
                 "running_url": f"{executions_url}?{urlencode({'job': name})}",
                 "strip": strip,
-                "last": strip[0] if strip else None,
+                # A dozen chips per job: built in one pass, escaped by
+                # format_html_join, rather than a dozen template loops.
+                "chips": format_html_join(
+                    "",
+                    '<li><a class="bb-chip bb-chip--{}" href="{}" '
+                    'title="#{} {} (attempt {})"><span class="bb-visually-hidden">'
+                    '#{} </span><span aria-hidden="true">{}</span>'
+                    '<span class="bb-visually-hidden">{}</span></a></li>',
+                    (
+                        (
+                            run["status"].lower(),
+                            links.id("batchboard:execution", run["id"]),
+                            run["id"],
+                            run["status"],
+                            run["attempt"],
+                            run["id"],
+                            tags.status_mark(run["status"]),
+                            run["status"],
+                        )
+                        for run in strip
+                    ),
+                ),
+                "last_cell": (
+                    format_html(
+                        "{} {}",
+                        tags.status(last["status"]),
+                        tags.utc(last["created_at"], links.now),
+                    )
+                    if last
+                    else None
+                ),
                 "running": running.get(name, 0),
             }
         )
     context = _base_context(
         request,
+        now=links.now,
         page=page,
         jobs=jobs,
         next_url=_next_url(request, page),
@@ -431,9 +488,14 @@ def job(request: HtmxHttpRequest, job_name: str) -> HttpResponse:
     page = queries.instances(job_name, size, _cursor(request))
     if not page.rows and page.first and not queries.job_exists(job_name):
         raise NotFound(f"job named “{job_name}”")
-    _Links().instances(page.rows)
+    links = _Links()
+    links.instances(page.rows)
     context = _base_context(
-        request, job_name=job_name, page=page, next_url=_next_url(request, page)
+        request,
+        now=links.now,
+        job_name=job_name,
+        page=page,
+        next_url=_next_url(request, page),
     )
     return _list_response(
         request,
@@ -456,13 +518,15 @@ def instance(request: HtmxHttpRequest, instance_id: int) -> HttpResponse:
         if found is None:
             raise NotFound(f"instance {instance_id}")
     page = queries.instance_executions(instance_id, size, token)
-    _Links().executions(page.rows)
+    links = _Links()
+    links.executions(page.rows)
     show_values = request.user.has_perm(PARAMETER_VALUES)
     values: dict[str, str] = {}
     if found is not None and show_values and not _wants_fragment(request):
         values = queries.parameter_values(instance_id)
     context = _base_context(
         request,
+        now=links.now,
         instance=found,
         parameter_values=values,
         show_values=show_values,
@@ -484,9 +548,11 @@ def executions(request: HtmxHttpRequest) -> HttpResponse:
     status = queries.parse_status(request.GET.get("status"))
     job_name = queries.parse_job_filter(request.GET.get("job"))
     page = queries.recent_executions(status, job_name, size, _cursor(request))
-    _Links().executions(page.rows)
+    links = _Links()
+    links.executions(page.rows)
     context = _base_context(
         request,
+        now=links.now,
         page=page,
         status=status,
         job_filter=job_name,
@@ -509,9 +575,11 @@ def unresolved(request: HtmxHttpRequest) -> HttpResponse:
         request.GET.get("age"), int(conf.get_config()["STALE_SECONDS"])
     )
     page = queries.unresolved(age, size, _cursor(request))
-    _Links().executions(page.rows, triage=True)
+    links = _Links()
+    links.executions(page.rows, triage=True)
     context = _base_context(
         request,
+        now=links.now,
         page=page,
         age=age,
         age_choices=AGE_CHOICES,
@@ -632,15 +700,12 @@ def execution_row(request: HtmxHttpRequest, execution_id: int) -> HttpResponse:
         return HttpResponseRedirect(
             reverse("batchboard:execution", args=[execution_id])
         )
+    links = _Links()
+    links.executions([found], triage=request.GET.get("triage") == "1")
     return render(
         request,
         "batchboard/partials/execution_row.html",
-        _base_context(
-            request,
-            row=_Links().executions([found], triage=request.GET.get("triage") == "1")[
-                0
-            ],
-        ),
+        _base_context(request, now=links.now, rows=[found]),
     )
 
 

@@ -34,13 +34,25 @@ _STATUS_TONE = {
 }
 
 
+# Every known status's badge is built once: a list renders one per row.
+_BADGES = {
+    value: format_html('<span class="bb-status bb-status--{}">{}</span>', tone, value)
+    for value, tone in _STATUS_TONE.items()
+}
+_NO_BADGE = format_html('<span class="bb-status bb-status--none">{}</span>', "—")
+
+
 @register.simple_tag
 def status(value: str | None) -> SafeString:
     """Render a status as a labelled badge whose colour repeats the text."""
     if not value:
-        return format_html('<span class="bb-status bb-status--none">{}</span>', "—")
-    tone = _STATUS_TONE.get(value, "muted")
-    return format_html('<span class="bb-status bb-status--{}">{}</span>', tone, value)
+        return _NO_BADGE
+    badge = _BADGES.get(value)
+    if badge is None:
+        badge = format_html(
+            '<span class="bb-status bb-status--muted">{}</span>', value
+        )
+    return badge
 
 
 @register.filter
@@ -93,18 +105,23 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
     return _human(delta) + " ago"
 
 
+_NO_TIME = format_html('<span class="bb-muted">{}</span>', "—")
+
+
 @register.simple_tag
 def utc(moment: datetime | None, now: datetime | None = None) -> SafeString:
     """Render a UTC timestamp in a ``<time>`` element with its age beside it."""
     if moment is None:
-        return format_html('<span class="bb-muted">{}</span>', "—")
-    moment = moment.astimezone(UTC)
-    return format_html(
-        '<time datetime="{}" title="{}">{}</time> <span class="bb-age">{}</span>',
-        moment.isoformat(),
-        age(moment, now),
-        moment.strftime("%Y-%m-%d %H:%M:%S") + "Z",
-        age(moment, now),
+        return _NO_TIME
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    ago = age(moment, now)
+    iso = moment.isoformat()
+    # Every part is digits, separators or a fixed unit word, so nothing
+    # needs escaping; a list renders this once or twice per row.
+    return SafeString(
+        f'<time datetime="{iso}" title="{ago}">{iso[:10]} {iso[11:19]}Z</time> '
+        f'<span class="bb-age">{ago}</span>'
     )
 
 
