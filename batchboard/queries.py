@@ -212,7 +212,8 @@ def _max_id(queryset: QuerySet[Any]) -> Coalesce:
 # Compiling a page's ORM query cost more than running it; on PostgreSQL each
 # shape of query is compiled once, with stand-in values, and later pages run
 # the cached text with their own values bound in the stand-ins' places.
-_STATEMENTS: dict[tuple[Any, ...], tuple[str, list[int | None], list[Any]] | None] = {}
+_Statement = tuple[str, list[int | None], list[Any], list[str]]
+_STATEMENTS: dict[tuple[Any, ...], _Statement | None] = {}
 # Within every integer column's range: Django drops a comparison with a
 # value its column cannot hold, and the stand-in would not come back.
 _STAND_IN = 2_000_000_011
@@ -244,7 +245,14 @@ def _values_rows(
     key = (using, *shape)
     if key not in _STATEMENTS:
         stand_ins = [_stand_in(index, value) for index, value in enumerate(args)]
-        sql, params = build(stand_ins).query.get_compiler(using).as_sql()
+        query = build(stand_ins).query
+        sql, params = query.get_compiler(using).as_sql()
+        # The names a values query gives its columns, in select order.
+        names = (
+            list(query.selected)
+            if getattr(query, "selected", None)
+            else [*query.extra_select, *query.values_select, *query.annotation_select]
+        )
         slots: list[int | None] = []
         for param in params:
             # Integer lookups may come back wrapped (psycopg's Int4, an int).
@@ -259,18 +267,17 @@ def _values_rows(
         complete = {slot for slot in slots if slot is not None} == set(
             range(len(args))
         )
-        _STATEMENTS[key] = (sql, slots, list(params)) if complete else None
+        _STATEMENTS[key] = (sql, slots, list(params), names) if complete else None
     statement = _STATEMENTS[key]
     if statement is None:
         return list(build(args))
-    sql, slots, constants = statement
+    sql, slots, constants, names = statement
     bound = [
         constant if slot is None else args[slot]
         for slot, constant in zip(slots, constants, strict=True)
     ]
     with connections[using].cursor() as cursor:
         cursor.execute(sql, bound)
-        names = [column.name for column in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
@@ -480,14 +487,35 @@ PARTITION_FIELDS = (
 def job_names(page_size: int, token: str | None = None) -> Page:
     """Return job names in byte order (keyset by name, definitions' ceiling)."""
     window = _window(cursors.job_names(), page_size, token)
-    queryset = JobDefinition.objects.using(_using()).all()
-    if window.after is not None:
-        queryset = queryset.filter(job_name__gt=cursors.name_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(JobDefinition.objects.all()))
     fields = ["job_name"] + (["bb_ceiling"] if window.first else [])
-    rows = list(
-        queryset.order_by("job_name").values(*fields).distinct()[: window.page_size]
+    args: list[Any] = []
+    if window.after is not None:
+        args.append(cursors.name_key(window.after))
+    if window.ceiling is not None:
+        args.append(window.ceiling)
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        given = iter(values)
+        queryset = JobDefinition.objects.using(_using()).all()
+        if window.after is not None:
+            queryset = queryset.filter(job_name__gt=next(given))
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(JobDefinition.objects.all()),
+            next(given) if window.ceiling is not None else None,
+        )
+        return (
+            queryset.order_by("job_name").values(*fields).distinct()
+        )[: window.page_size]
+
+    shape = (
+        "job_names",
+        window.after is None,
+        window.ceiling is None,
+        window.page_size,
     )
+    rows = _values_rows(shape, build, args)
     return _assemble(
         rows,
         window,
@@ -519,15 +547,9 @@ def job_strips(
     strips: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     if not names:
         return strips
-    columns = (
-        "id",
-        "status",
-        "attempt",
-        "job_instance_id",
-        "created_at",
-        "started_at",
-        "ended_at",
-    )
+    # What the overview shows of a run: its chip and, for the latest, when
+    # it was created (timestamps cost the most to read).
+    columns = ("id", "status", "attempt", "job_instance_id", "created_at")
     if _vendor() == "postgresql":
         # One branch per job with the name as a literal, so the planner uses
         # that name's statistics: a rare job's newest instances come off the
@@ -537,12 +559,12 @@ def job_strips(
         # attempt DESC).
         branch = (
             "(SELECT %s::text AS job_name, e.id, e.status, e.attempt, "
-            "e.job_instance_id, e.created_at, e.started_at, e.ended_at FROM ("
+            "e.job_instance_id, e.created_at FROM ("
             "  SELECT i.id FROM ob_job_instance i WHERE i.job_name = %s "
             "  ORDER BY i.id DESC LIMIT %s"
             ") AS newest CROSS JOIN LATERAL ("
-            "  SELECT x.id, x.status, x.attempt, x.job_instance_id, x.created_at, "
-            "         x.started_at, x.ended_at FROM ob_job_execution x "
+            "  SELECT x.id, x.status, x.attempt, x.job_instance_id, x.created_at "
+            "  FROM ob_job_execution x "
             "  WHERE x.job_instance_id = newest.id ORDER BY x.attempt DESC LIMIT %s"
             ") AS e ORDER BY e.job_instance_id DESC, e.attempt DESC LIMIT %s)"
         )
@@ -579,24 +601,37 @@ def job_strips(
 
 def running_counts(names: Iterable[str]) -> dict[str, int]:
     """Return how many unresolved executions each named job has now."""
-    rows = (
-        JobExecution.objects.using(_using())
-        .filter(status__in=schema.UNRESOLVED, job_instance__job_name__in=list(names))
-        .order_by()
-        .values("job_instance__job_name")
-        .annotate(n=Count("id"))
-    )
-    return {row["job_instance__job_name"]: row["n"] for row in rows[:RUNNING_LIMIT]}
+    named = list(names)
+    if not named:
+        return {}
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        return (
+            JobExecution.objects.using(_using())
+            .filter(
+                status__in=schema.UNRESOLVED, job_instance__job_name__in=list(values)
+            )
+            .order_by()
+            .values("job_instance__job_name")
+            .annotate(n=Count("id"))
+        )[:RUNNING_LIMIT]
+
+    rows = _values_rows(("running_counts", len(named)), build, named)
+    return {row["job_instance__job_name"]: row["n"] for row in rows}
 
 
 def recent_failures(limit: int = ATTENTION_LIMIT) -> list[dict[str, Any]]:
     """Return the latest FAILED executions by update time (status index)."""
-    queryset = (
-        _execution_values(JobExecution.objects.using(_using()).filter(status="FAILED"))
-        .order_by("-updated_at", "-id")
-        .values(*EXECUTION_FIELDS, "job_name", "owner_recorded")
-    )
-    return list(queryset[:limit])
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        queryset = JobExecution.objects.using(_using()).filter(status="FAILED")
+        return (
+            _execution_values(queryset)
+            .order_by("-updated_at", "-id")
+            .values(*EXECUTION_FIELDS, "job_name", "owner_recorded")[:limit]
+        )
+
+    return _values_rows(("recent_failures", limit), build, [])
 
 
 # -- list_instances ---------------------------------------------------------------
@@ -870,18 +905,41 @@ def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Pa
             f"The age bound must be at least {MIN_UNRESOLVED_AGE} seconds.", "age"
         )
     window = _window(cursors.unresolved_executions(age_seconds), page_size, token)
-    queryset = JobExecution.objects.using(_using()).filter(
-        status__in=schema.UNRESOLVED, updated_at__lt=_older_than(age_seconds)
-    )
-    if window.after is not None:
-        queryset = queryset.filter(id__gt=cursors.unresolved_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
     fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded", "stop_requested_by"] + (
         ["bb_ceiling"] if window.first else []
     )
-    rows = list(
-        _execution_values(queryset).order_by("id").values(*fields)[: window.page_size]
+    args = [age_seconds]
+    if window.after is not None:
+        args.append(cursors.unresolved_key(window.after))
+    if window.ceiling is not None:
+        args.append(window.ceiling)
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        given = iter(values)
+        queryset = JobExecution.objects.using(_using()).filter(
+            status__in=schema.UNRESOLVED, updated_at__lt=_older_than(next(given))
+        )
+        if window.after is not None:
+            queryset = queryset.filter(id__gt=next(given))
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(JobExecution.objects.all()),
+            next(given) if window.ceiling is not None else None,
+        )
+        return (
+            _execution_values(queryset)
+            .order_by("id")
+            .values(*fields)[: window.page_size]
+        )
+
+    shape = (
+        "unresolved",
+        window.after is None,
+        window.ceiling is None,
+        window.page_size,
     )
+    rows = _values_rows(shape, build, args)
     return _assemble(
         rows,
         window,
@@ -895,44 +953,46 @@ def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Pa
 
 def execution(execution_id: int) -> dict[str, Any] | None:
     """Return one execution's displayable projection (spec 3.5), or ``None``."""
-    return (
-        _execution_values(JobExecution.objects.using(_using()).filter(id=execution_id))
-        .annotate(
-            definition_revision=F("definition__definition_revision"),
-            manifest_format=F("definition__manifest_format"),
-            manifest_digest=F("definition__manifest_digest"),
-            upgrade_from_revision=F("upgrade_from_definition__definition_revision"),
-            context_size=_stored_size("context_payload", "ob_job_execution"),
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        queryset = JobExecution.objects.using(_using()).filter(id=values[0])
+        return (
+            _execution_values(queryset)
+            .annotate(
+                definition_revision=F("definition__definition_revision"),
+                manifest_format=F("definition__manifest_format"),
+                manifest_digest=F("definition__manifest_digest"),
+                upgrade_from_revision=F(
+                    "upgrade_from_definition__definition_revision"
+                ),
+                context_size=_stored_size("context_payload", "ob_job_execution"),
+            )
+            .values(
+                *EXECUTION_FIELDS,
+                "job_name",
+                "owner_recorded",
+                "stop_requested_by",
+                "definition_id",
+                "upgrade_from_definition_id",
+                "definition_revision",
+                "manifest_format",
+                "manifest_digest",
+                "upgrade_from_revision",
+                "context_format",
+                "context_schema",
+                "context_schema_version",
+                "context_size",
+            )
+            .order_by("id")[:1]
         )
-        .values(
-            *EXECUTION_FIELDS,
-            "job_name",
-            "owner_recorded",
-            "stop_requested_by",
-            "definition_id",
-            "upgrade_from_definition_id",
-            "definition_revision",
-            "manifest_format",
-            "manifest_digest",
-            "upgrade_from_revision",
-            "context_format",
-            "context_schema",
-            "context_schema_version",
-            "context_size",
-        )
-        .first()
-    )
+
+    rows = _values_rows(("execution",), build, [execution_id])
+    return rows[0] if rows else None
 
 
 def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
     """Return an execution's steps in creation order."""
     window = _window(cursors.step_executions(execution_id), page_size, token)
-    queryset = StepExecution.objects.using(_using()).filter(
-        job_execution_id=execution_id
-    )
-    if window.after is not None:
-        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(StepExecution.objects.all()))
     fields = [
         *STEP_FIELDS,
         "partitions_total",
@@ -940,8 +1000,13 @@ def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
         "checkpoint_size",
         "context_size",
     ] + (["bb_ceiling"] if window.first else [])
-    rows = list(
-        _step_values(queryset).order_by("id").values(*fields)[: window.page_size]
+    rows = _child_rows(
+        "steps",
+        window,
+        ("job_execution_id", execution_id),
+        _ascending_ids(StepExecution, window, fields, _step_values),
+        StepExecution,
+        _identity_after(window),
     )
     page = _assemble(
         rows,
@@ -1066,18 +1131,65 @@ def partition(partition_id: int) -> dict[str, Any] | None:
     )
 
 
+def _identity_after(window: _Window) -> tuple[int, ...]:
+    return () if window.after is None else (cursors.identity_key(window.after),)
+
+
+def _ascending_ids(
+    model: Any,
+    window: _Window,
+    fields: Sequence[str],
+    values_of: Callable[[QuerySet[Any]], QuerySet[Any]] = lambda queryset: queryset,
+) -> Callable[[QuerySet[Any], Iterable[Any]], QuerySet[Any]]:
+    """Return a page builder for records in id order after an identity key."""
+
+    def build(queryset: QuerySet[Any], given: Iterable[Any]) -> QuerySet[Any]:
+        values = iter(given)
+        if window.after is not None:
+            queryset = queryset.filter(id__gt=next(values))
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(model.objects.all()),
+            next(values) if window.ceiling is not None else None,
+        )
+        return values_of(queryset).order_by("id").values(*fields)[: window.page_size]
+
+    return build
+
+
+def _child_rows(
+    name: str,
+    window: _Window,
+    parent: tuple[str, int],
+    build: Callable[[QuerySet[Any], Iterable[Any]], QuerySet[Any]],
+    model: Any,
+    after: Sequence[int],
+) -> list[dict[str, Any]]:
+    """
+    Return the rows of one page of a parent's records.
+
+    ``build`` narrows the parent's records to the page: it takes the
+    filtered queryset and the values (the position ``after``, then the
+    cursor's ceiling) in order.
+    """
+    column, parent_id = parent
+    args: list[Any] = [parent_id, *after]
+    if window.ceiling is not None:
+        args.append(window.ceiling)
+
+    def query(values: Sequence[Any]) -> QuerySet[Any]:
+        given = iter(values)
+        queryset = model.objects.using(_using()).filter(**{column: next(given)})
+        return build(queryset, given)
+
+    shape = (name, window.after is None, window.ceiling is None, window.page_size)
+    return _values_rows(shape, query, args)
+
+
 def flow_decisions(execution_id: int, page_size: int, token: str | None = None) -> Page:
     """Return an execution's flow decisions by (sequence, id)."""
     window = _window(cursors.flow_decisions(execution_id), page_size, token)
-    queryset = FlowDecision.objects.using(_using()).filter(
-        job_execution_id=execution_id
-    )
-    if window.after is not None:
-        sequence, after_id = cursors.ordered_key(window.after)
-        queryset = queryset.filter(
-            Q(sequence__gt=sequence) | Q(sequence=sequence, id__gt=after_id)
-        )
-    queryset = _bounded(queryset, window, _max_id(FlowDecision.objects.all()))
     fields = [
         "id",
         "sequence",
@@ -1092,7 +1204,31 @@ def flow_decisions(execution_id: int, page_size: int, token: str | None = None) 
         "input_digest",
         "decided_at",
     ] + (["bb_ceiling"] if window.first else [])
-    rows = list(queryset.order_by("sequence", "id").values(*fields)[: window.page_size])
+
+    def build(queryset: QuerySet[Any], given: Iterable[Any]) -> QuerySet[Any]:
+        values = iter(given)
+        if window.after is not None:
+            sequence, after_id = next(values), next(values)
+            queryset = queryset.filter(
+                Q(sequence__gt=sequence) | Q(sequence=sequence, id__gt=after_id)
+            )
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(FlowDecision.objects.all()),
+            next(values) if window.ceiling is not None else None,
+        )
+        return queryset.order_by("sequence", "id").values(*fields)[: window.page_size]
+
+    after = cursors.ordered_key(window.after) if window.after is not None else ()
+    rows = _child_rows(
+        "flow_decisions",
+        window,
+        ("job_execution_id", execution_id),
+        build,
+        FlowDecision,
+        after,
+    )
     return _assemble(
         rows,
         window,
@@ -1108,12 +1244,6 @@ def recovery_decisions(
 ) -> Page:
     """Return an execution's recovery decisions by id."""
     window = _window(cursors.recovery_decisions(execution_id), page_size, token)
-    queryset = RecoveryDecision.objects.using(_using()).filter(
-        job_execution_id=execution_id
-    )
-    if window.after is not None:
-        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(RecoveryDecision.objects.all()))
     fields = [
         "id",
         "execution_version",
@@ -1124,7 +1254,14 @@ def recovery_decisions(
         "evidence_digest",
         "decided_at",
     ] + (["bb_ceiling"] if window.first else [])
-    rows = list(queryset.order_by("id").values(*fields)[: window.page_size])
+    rows = _child_rows(
+        "recovery_decisions",
+        window,
+        ("job_execution_id", execution_id),
+        _ascending_ids(RecoveryDecision, window, fields),
+        RecoveryDecision,
+        _identity_after(window),
+    )
     return _assemble(
         rows,
         window,
@@ -1140,12 +1277,6 @@ def operator_requests(
 ) -> Page:
     """Return the audited operator requests on an execution by id."""
     window = _window(cursors.operator_requests(execution_id), page_size, token)
-    queryset = OperatorRequest.objects.using(_using()).filter(
-        job_execution_id=execution_id
-    )
-    if window.after is not None:
-        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(OperatorRequest.objects.all()))
     fields = [
         "id",
         "action",
@@ -1161,7 +1292,14 @@ def operator_requests(
         "rejection_code",
         "requested_at",
     ] + (["bb_ceiling"] if window.first else [])
-    rows = list(queryset.order_by("id").values(*fields)[: window.page_size])
+    rows = _child_rows(
+        "operator_requests",
+        window,
+        ("job_execution_id", execution_id),
+        _ascending_ids(OperatorRequest, window, fields),
+        OperatorRequest,
+        _identity_after(window),
+    )
     return _assemble(
         rows,
         window,

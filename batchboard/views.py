@@ -261,8 +261,9 @@ class _Links:
         return self._base("batchboard:job").replace(self._PLACEHOLDER, segment)
 
     def executions(
-        self, rows: list[dict[str, Any]], triage: bool = False
+        self, rows: list[dict[str, Any]], triage: bool = False, cells: bool = True
     ) -> list[dict[str, Any]]:
+        """Add links, and unless ``cells`` is false the formatted row cells."""
         now = self.now
         unresolved = schema.UNRESOLVED
         for row in rows:
@@ -272,6 +273,8 @@ class _Links:
             row["row_url"] = self.id("batchboard:execution_row", row["id"]) + (
                 "?triage=1" if triage else ""
             )
+            if not cells:
+                continue
             row["live"] = row["status"] in unresolved
             row["badge"] = tags.status(row["status"])
             row["created_cell"] = tags.utc(row["created_at"], now)
@@ -461,11 +464,12 @@ def _attention(links: _Links) -> dict[str, Any]:
     """Return what needs attention: stale unresolved runs and recent failures."""
     stale_seconds = int(conf.get_config()["STALE_SECONDS"])
     stale = queries.unresolved(stale_seconds, queries.ATTENTION_LIMIT)
-    links.executions(stale.rows)
+    # The panel lists links and an age, never the table cells.
+    links.executions(stale.rows, cells=False)
     return {
         "stale": stale,
         "stale_seconds": stale_seconds,
-        "failures": links.executions(queries.recent_failures()),
+        "failures": links.executions(queries.recent_failures(), cells=False),
     }
 
 

@@ -29,21 +29,27 @@ def _pages(fetch: Callable[[str | None], queries.Page]) -> list[list[dict[str, A
     return pages
 
 
-@pytest.mark.parametrize(
-    "fetch",
-    [
-        lambda token: queries.recent_executions("", "", 2, token),
-        lambda token: queries.recent_executions("FAILED", "", 1, token),
-        lambda token: queries.recent_executions("", "nightly-import", 2, token),
-        lambda token: queries.instances("nightly-import", 1, token),
-    ],
-    ids=["all", "status", "job", "instances"],
-)
+PAGES: dict[str, Callable[[History, str | None], queries.Page]] = {
+    "all": lambda h, token: queries.recent_executions("", "", 2, token),
+    "status": lambda h, token: queries.recent_executions("FAILED", "", 1, token),
+    "job": lambda h, token: queries.recent_executions("", "nightly-import", 2, token),
+    "instances": lambda h, token: queries.instances("nightly-import", 1, token),
+    "steps": lambda h, token: queries.steps(h.restart.pk, 1, token),
+    "flow": lambda h, token: queries.flow_decisions(h.failed.pk, 1, token),
+    "recovery": lambda h, token: queries.recovery_decisions(h.failed.pk, 1, token),
+    "requests": lambda h, token: queries.operator_requests(h.failed.pk, 1, token),
+    "unresolved": lambda h, token: queries.unresolved(60, 1, token),
+    "job names": lambda h, token: queries.job_names(1, token),
+}
+
+
+@pytest.mark.parametrize("name", list(PAGES))
 def test_compiled_statements_match_the_orm(
-    history: History,
-    monkeypatch: pytest.MonkeyPatch,
-    fetch: Callable[[str | None], queries.Page],
+    history: History, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
+    def fetch(token: str | None) -> queries.Page:
+        return PAGES[name](history, token)
+
     monkeypatch.setattr(queries, "_STATEMENTS", {})
     compiled = _pages(fetch)
     again = _pages(fetch)
@@ -51,6 +57,17 @@ def test_compiled_statements_match_the_orm(
     through_orm = _pages(fetch)
     assert compiled == again == through_orm
     assert compiled[0]
+
+
+def test_one_execution_matches_the_orm(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(queries, "_STATEMENTS", {})
+    compiled = [queries.execution(history.failed.pk) for _ in range(2)]
+    monkeypatch.setattr(queries, "_STATEMENTS", _NothingKept())
+    assert compiled == [queries.execution(history.failed.pk)] * 2
+    assert compiled[0] is not None
+    assert queries.execution(history.failed.pk + 10_000) is None
 
 
 @pytest.mark.postgresql
@@ -64,3 +81,17 @@ def test_each_page_shape_is_compiled_once(
     shapes = queries._STATEMENTS
     assert len(shapes) == 2
     assert all(statement is not None for statement in shapes.values())
+
+
+def test_overview_reads_match_the_orm(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["nightly-import", "billing.export", "nothing-here"]
+    monkeypatch.setattr(queries, "_STATEMENTS", {})
+    compiled = [
+        (queries.running_counts(names), queries.recent_failures()) for _ in range(2)
+    ]
+    monkeypatch.setattr(queries, "_STATEMENTS", _NothingKept())
+    through_orm = (queries.running_counts(names), queries.recent_failures())
+    assert compiled == [through_orm] * 2
+    assert compiled[0][0] and compiled[0][1]
