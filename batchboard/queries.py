@@ -706,28 +706,33 @@ def instances(job_name: str, page_size: int, token: str | None = None) -> Page:
 
 def instance(instance_id: int) -> dict[str, Any] | None:
     """Return one instance's displayable projection, or ``None``."""
-    row = (
-        JobInstance.objects.using(_using())
-        .filter(id=instance_id)
-        .annotate(
-            parameter_kinds=_parameter_kinds(
-                "ob_job_instance", "identifying_parameters"
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        return (
+            JobInstance.objects.using(_using())
+            .filter(id=values[0])
+            .annotate(
+                parameter_kinds=_parameter_kinds(
+                    "ob_job_instance", "identifying_parameters"
+                )
             )
+            .values(
+                "id",
+                "job_name",
+                "instance_key",
+                "created_at",
+                "hold_actor",
+                "hold_reason",
+                "hold_placed_at",
+                "parameter_kinds",
+            )
+            .order_by("id")[:1]
         )
-        .values(
-            "id",
-            "job_name",
-            "instance_key",
-            "created_at",
-            "hold_actor",
-            "hold_reason",
-            "hold_placed_at",
-            "parameter_kinds",
-        )
-        .first()
-    )
-    if row is None:
+
+    rows = _values_rows(("instance",), build, [instance_id])
+    if not rows:
         return None
+    (row,) = rows
     row["instance_key_hex"] = bytes(row.pop("instance_key")).hex()
     row["parameters"] = _descriptors(row.pop("parameter_kinds"))
     return row
@@ -766,20 +771,37 @@ def instance_executions(
 ) -> Page:
     """Return an instance's executions, latest attempt first."""
     window = _window(cursors.executions(instance_id), page_size, token)
-    queryset = JobExecution.objects.using(_using()).filter(job_instance_id=instance_id)
-    if window.after is not None:
-        attempt, after_id = cursors.ordered_key(window.after)
-        queryset = queryset.filter(
-            Q(attempt__lt=attempt) | Q(attempt=attempt, id__lt=after_id)
-        )
-    queryset = _bounded(queryset, window, _max_id(JobExecution.objects.all()))
     fields = [*EXECUTION_FIELDS, "job_name", "owner_recorded"] + (
         ["bb_ceiling"] if window.first else []
     )
-    rows = list(
-        _execution_values(queryset)
-        .order_by("-attempt", "-id")
-        .values(*fields)[: window.page_size]
+
+    def build(queryset: QuerySet[Any], given: Iterable[Any]) -> QuerySet[Any]:
+        values = iter(given)
+        if window.after is not None:
+            attempt, after_id = next(values), next(values)
+            queryset = queryset.filter(
+                Q(attempt__lt=attempt) | Q(attempt=attempt, id__lt=after_id)
+            )
+        queryset = _bounded(
+            queryset,
+            window,
+            _max_id(JobExecution.objects.all()),
+            next(values) if window.ceiling is not None else None,
+        )
+        return (
+            _execution_values(queryset)
+            .order_by("-attempt", "-id")
+            .values(*fields)[: window.page_size]
+        )
+
+    after = cursors.ordered_key(window.after) if window.after is not None else ()
+    rows = _child_rows(
+        "instance_executions",
+        window,
+        ("job_instance_id", instance_id),
+        build,
+        JobExecution,
+        after,
     )
     return _assemble(
         rows,
@@ -1052,27 +1074,32 @@ def execution_status(execution_id: int) -> str | None:
 
 def step(step_id: int) -> dict[str, Any] | None:
     """Return one step's displayable projection with its job context, or ``None``."""
-    return (
-        _step_values(StepExecution.objects.using(_using()).filter(id=step_id))
-        .annotate(
-            job_name=F("job_execution__job_instance__job_name"),
-            job_instance_id=F("job_execution__job_instance_id"),
-            execution_status=F("job_execution__status"),
-            execution_attempt=F("job_execution__attempt"),
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        return (
+            _step_values(StepExecution.objects.using(_using()).filter(id=values[0]))
+            .annotate(
+                job_name=F("job_execution__job_instance__job_name"),
+                job_instance_id=F("job_execution__job_instance_id"),
+                execution_status=F("job_execution__status"),
+                execution_attempt=F("job_execution__attempt"),
+            )
+            .values(
+                *STEP_FIELDS,
+                "partitions_total",
+                "partitions_done",
+                "checkpoint_size",
+                "context_size",
+                "job_name",
+                "job_instance_id",
+                "execution_status",
+                "execution_attempt",
+            )
+            .order_by("id")[:1]
         )
-        .values(
-            *STEP_FIELDS,
-            "partitions_total",
-            "partitions_done",
-            "checkpoint_size",
-            "context_size",
-            "job_name",
-            "job_instance_id",
-            "execution_status",
-            "execution_attempt",
-        )
-        .first()
-    )
+
+    rows = _values_rows(("step",), build, [step_id])
+    return rows[0] if rows else None
 
 
 def partition_totals(step_id: int) -> dict[str, int]:
@@ -1095,19 +1122,22 @@ def partition_totals(step_id: int) -> dict[str, int]:
 def partitions(step_id: int, page_size: int, token: str | None = None) -> Page:
     """Return a step's partitions in creation order."""
     window = _window(cursors.step_partitions(step_id), page_size, token)
-    queryset = StepPartition.objects.using(_using()).filter(step_execution_id=step_id)
-    if window.after is not None:
-        queryset = queryset.filter(id__gt=cursors.identity_key(window.after))
-    queryset = _bounded(queryset, window, _max_id(StepPartition.objects.all()))
     fields = [*PARTITION_FIELDS, "context_size"] + (
         ["bb_ceiling"] if window.first else []
     )
-    rows = list(
-        queryset.annotate(
+
+    def with_size(queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return queryset.annotate(
             context_size=_stored_size("context_payload", "ob_step_partition")
         )
-        .order_by("id")
-        .values(*fields)[: window.page_size]
+
+    rows = _child_rows(
+        "partitions",
+        window,
+        ("step_execution_id", step_id),
+        _ascending_ids(StepPartition, window, fields, with_size),
+        StepPartition,
+        _identity_after(window),
     )
     return _assemble(
         rows,

@@ -40,6 +40,8 @@ PAGES: dict[str, Callable[[History, str | None], queries.Page]] = {
     "requests": lambda h, token: queries.operator_requests(h.failed.pk, 1, token),
     "unresolved": lambda h, token: queries.unresolved(60, 1, token),
     "job names": lambda h, token: queries.job_names(1, token),
+    "attempts": lambda h, token: queries.instance_executions(h.instance.pk, 1, token),
+    "partitions": lambda h, token: queries.partitions(h.partitioned.pk, 1, token),
 }
 
 
@@ -59,15 +61,21 @@ def test_compiled_statements_match_the_orm(
     assert compiled[0]
 
 
-def test_one_execution_matches_the_orm(
-    history: History, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("name", ["execution", "instance", "step"])
+def test_one_record_matches_the_orm(
+    history: History, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
+    read, pk = {
+        "execution": (queries.execution, history.failed.pk),
+        "instance": (queries.instance, history.instance.pk),
+        "step": (queries.step, history.step.pk),
+    }[name]
     monkeypatch.setattr(queries, "_STATEMENTS", {})
-    compiled = [queries.execution(history.failed.pk) for _ in range(2)]
+    compiled = [read(pk) for _ in range(2)]
     monkeypatch.setattr(queries, "_STATEMENTS", _NothingKept())
-    assert compiled == [queries.execution(history.failed.pk)] * 2
+    assert compiled == [read(pk)] * 2
     assert compiled[0] is not None
-    assert queries.execution(history.failed.pk + 10_000) is None
+    assert read(pk + 10_000) is None
 
 
 @pytest.mark.postgresql
