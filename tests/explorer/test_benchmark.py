@@ -28,6 +28,7 @@ def test_benchmark_seeds_and_prints_every_list_page() -> None:
     report = out.getvalue()
     for page in (
         "minimal keyset view (floor)",
+        "strict floor",
         "executions ?status=FAILED",
         "rare job",
         "overview (job names)",
@@ -37,6 +38,7 @@ def test_benchmark_seeds_and_prints_every_list_page() -> None:
     ):
         assert page in report
     assert "History: 300 executions" in report
+    assert "Against the strict floor" in report
     # A second run reuses the history instead of seeding again.
     again = io.StringIO()
     call_command("batchboard_benchmark", executions=300, repeat=3, stdout=again)

@@ -112,6 +112,48 @@ def _minimal_keyset_view(request: HttpRequest) -> HttpResponse:
     )
 
 
+_STRICT_TEMPLATE = (
+    "<table>{% for pk, status, created, url in rows %}<tr>"
+    '<td><a href="{{ url }}">{{ pk }}</a></td>'
+    "<td>{{ status }}</td><td>{{ created|date:'Y-m-d H:i:s' }}</td>"
+    "</tr>{% endfor %}</table>"
+    '{% if next %}<a href="?after={{ next }}">more</a>{% endif %}'
+)
+_STRICT_SQL = (
+    "SELECT id, status, created_at FROM ob_job_execution "
+    "WHERE id < %s ORDER BY id DESC LIMIT %s"
+)
+
+
+@functools.cache
+def _strict_template() -> Any:
+    return engines["django"].from_string(_STRICT_TEMPLATE)
+
+
+def _strict_keyset_view(request: HttpRequest) -> HttpResponse:
+    """
+    Render the same table as the floor with none of the ORM's or URLs' work.
+
+    Fixed SQL text and row links built from one reversed prefix: what is
+    left is the query and the template, a tighter bound than the floor.
+    """
+    after = int(request.GET.get("after") or cursors.MAX_KEY)
+    prefix, suffix = reverse("batchboard:execution", args=[987654321]).split(
+        "987654321"
+    )
+    with connections[conf.database_alias()].cursor() as cursor:
+        cursor.execute(_STRICT_SQL, [after, PAGE_SIZE])
+        rows = [
+            (pk, status, created, f"{prefix}{pk}{suffix}")
+            for pk, status, created in cursor.fetchall()
+        ]
+    return HttpResponse(
+        _strict_template().render(
+            {"rows": rows, "next": rows[-1][0] if rows else None}
+        )
+    )
+
+
 class Command(BaseCommand):
     help = (
         "Seed or reuse a bulk history on PostgreSQL and print median render "
@@ -255,6 +297,12 @@ class Command(BaseCommand):
             timed(_minimal_keyset_view, f"/floor/?after={deep_execution}"),
         )
         results.append(floor)
+        strict = Measured(
+            "strict floor (fixed SQL, one reversed link)",
+            timed(_strict_keyset_view, "/strict/"),
+            timed(_strict_keyset_view, f"/strict/?after={deep_execution}"),
+        )
+        results.append(strict)
         executions_url = reverse("batchboard:executions")
         for label, status, job in (
             ("executions", "", ""),
@@ -381,6 +429,15 @@ class Command(BaseCommand):
             for timer in timers:
                 timer.once(keep=round_number >= 2)
         self._report(results, floor, depth, repeat)
+        pages = results[2:]
+        worst_first = max(row.first for row in pages) / strict.first
+        worst_deep = max(
+            row.deep / strict.deep for row in pages if row.deep is not None
+        )
+        self.stdout.write(
+            f"\nAgainst the strict floor: slowest first page {worst_first:.2f}x, "
+            f"slowest deep page {worst_deep:.2f}x."
+        )
 
     def _report(
         self, results: list[Measured], floor: Measured, depth: int, repeat: int
