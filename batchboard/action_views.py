@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -351,6 +352,8 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
         "default_category": "UNKNOWN_COMMIT"
         if proposal.evidence.unknown_commit
         else "STALE_RECOVERED",
+        # A fresh failure id per proposal, so two recoveries never share one.
+        "default_failure_id": secrets.randbelow(2**63 - 1) + 1,
         "post_url": reverse("batchboard:action_recover", args=[execution_id]),
         "execution_url": _url("batchboard:execution", execution_id),
         "panel": request.GET.get("panel") == "1",

@@ -12,11 +12,6 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 urlpatterns = [
-    # The dashboard's header posts its sign-out button to the admin's logout
-    # address, which the admin answers for staff only (anyone else is sent to
-    # the admin index, still signed in). Serving that address with the plain
-    # logout view signs out every user and lands on the sign-in page.
-    path("admin/logout/", auth_views.LogoutView.as_view()),
     path("admin/", admin.site.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     # Django's LogoutView accepts POST only: a link cannot sign anyone out.

@@ -234,6 +234,11 @@ def test_buttons_appear_only_for_their_class(
     assert "Abandon…" not in _buttons(template, operator_user, execution=failed)
     assert "Abandon…" in _buttons(template, admin_user, execution=failed)
     assert "Stop…" not in _buttons(template, admin_user, execution=failed)
+    # UNKNOWN is left through the recovery proposal, whose directive may
+    # abandon; a bare ABANDON could only be rejected.
+    unknown = {"id": 8, "status": "UNKNOWN"}
+    unknown_html = _buttons(template, admin_user, execution=unknown)
+    assert "Abandon…" not in unknown_html and "Recovery proposal" in unknown_html
     instance_template = "batchboard/actions/instance_buttons.html"
     assert (
         "hold" not in _buttons(instance_template, operator_user, instance=held).lower()
