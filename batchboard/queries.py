@@ -1015,26 +1015,20 @@ def execution(execution_id: int) -> dict[str, Any] | None:
 def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
     """Return an execution's steps in creation order."""
     window = _window(cursors.step_executions(execution_id), page_size, token)
-    fields = [
-        *STEP_FIELDS,
-        "partitions_total",
-        "partitions_done",
-        "checkpoint_size",
-        "context_size",
-    ] + (["bb_ceiling"] if window.first else [])
-    rows = _child_rows(
+    page = _identity_children(
         "steps",
-        window,
-        ("job_execution_id", execution_id),
-        _ascending_ids(StepExecution, window, fields, _step_values),
         StepExecution,
-        _identity_after(window),
-    )
-    page = _assemble(
-        rows,
+        ("job_execution_id", execution_id),
         window,
-        key=lambda row: cursors.Identity(row["id"]),
-        estimate=_step_estimate,
+        [
+            *STEP_FIELDS,
+            "partitions_total",
+            "partitions_done",
+            "checkpoint_size",
+            "context_size",
+        ],
+        _step_estimate,
+        _step_values,
     )
     page.extra["after_id"] = (
         cursors.identity_key(window.after) if window.after is not None else 0
@@ -1121,29 +1115,20 @@ def partition_totals(step_id: int) -> dict[str, int]:
 
 def partitions(step_id: int, page_size: int, token: str | None = None) -> Page:
     """Return a step's partitions in creation order."""
-    window = _window(cursors.step_partitions(step_id), page_size, token)
-    fields = [*PARTITION_FIELDS, "context_size"] + (
-        ["bb_ceiling"] if window.first else []
-    )
 
     def with_size(queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.annotate(
             context_size=_stored_size("context_payload", "ob_step_partition")
         )
 
-    rows = _child_rows(
+    return _identity_children(
         "partitions",
-        window,
-        ("step_execution_id", step_id),
-        _ascending_ids(StepPartition, window, fields, with_size),
         StepPartition,
-        _identity_after(window),
-    )
-    return _assemble(
-        rows,
-        window,
-        key=lambda row: cursors.Identity(row["id"]),
-        estimate=lambda row: _len(row["partition_key"]) + 192,
+        ("step_execution_id", step_id),
+        _window(cursors.step_partitions(step_id), page_size, token),
+        [*PARTITION_FIELDS, "context_size"],
+        lambda row: _len(row["partition_key"]) + 192,
+        with_size,
     )
 
 
@@ -1217,6 +1202,33 @@ def _child_rows(
     return _values_rows(shape, query, args)
 
 
+def _identity_children(
+    name: str,
+    model: Any,
+    parent: tuple[str, int],
+    window: _Window,
+    fields: Sequence[str],
+    estimate: Callable[[dict[str, Any]], int],
+    values_of: Callable[[QuerySet[Any]], QuerySet[Any]] = lambda queryset: queryset,
+) -> Page:
+    """Return one page of a parent's records keyed by identity, in id order."""
+    selected = [*fields] + (["bb_ceiling"] if window.first else [])
+    rows = _child_rows(
+        name,
+        window,
+        parent,
+        _ascending_ids(model, window, selected, values_of),
+        model,
+        _identity_after(window),
+    )
+    return _assemble(
+        rows,
+        window,
+        key=lambda row: cursors.Identity(row["id"]),
+        estimate=estimate,
+    )
+
+
 def flow_decisions(execution_id: int, page_size: int, token: str | None = None) -> Page:
     """Return an execution's flow decisions by (sequence, id)."""
     window = _window(cursors.flow_decisions(execution_id), page_size, token)
@@ -1273,32 +1285,22 @@ def recovery_decisions(
     execution_id: int, page_size: int, token: str | None = None
 ) -> Page:
     """Return an execution's recovery decisions by id."""
-    window = _window(cursors.recovery_decisions(execution_id), page_size, token)
-    fields = [
-        "id",
-        "execution_version",
-        "prior_status",
-        "resulting_status",
-        "reason_code",
-        "operator_reference",
-        "evidence_digest",
-        "decided_at",
-    ] + (["bb_ceiling"] if window.first else [])
-    rows = _child_rows(
+    return _identity_children(
         "recovery_decisions",
-        window,
-        ("job_execution_id", execution_id),
-        _ascending_ids(RecoveryDecision, window, fields),
         RecoveryDecision,
-        _identity_after(window),
-    )
-    return _assemble(
-        rows,
-        window,
-        key=lambda row: cursors.Identity(row["id"]),
-        estimate=lambda row: (
-            _len(row["reason_code"]) + _len(row["operator_reference"]) + 160
-        ),
+        ("job_execution_id", execution_id),
+        _window(cursors.recovery_decisions(execution_id), page_size, token),
+        [
+            "id",
+            "execution_version",
+            "prior_status",
+            "resulting_status",
+            "reason_code",
+            "operator_reference",
+            "evidence_digest",
+            "decided_at",
+        ],
+        lambda row: _len(row["reason_code"]) + _len(row["operator_reference"]) + 160,
     )
 
 
@@ -1306,35 +1308,27 @@ def operator_requests(
     execution_id: int, page_size: int, token: str | None = None
 ) -> Page:
     """Return the audited operator requests on an execution by id."""
-    window = _window(cursors.operator_requests(execution_id), page_size, token)
-    fields = [
-        "id",
-        "action",
-        "authorization_class",
-        "operation_id",
-        "actor_ref",
-        "reason_code",
-        "request_digest",
-        "observed_version",
-        "prior_status",
-        "result_status",
-        "outcome_class",
-        "rejection_code",
-        "requested_at",
-    ] + (["bb_ceiling"] if window.first else [])
-    rows = _child_rows(
+    return _identity_children(
         "operator_requests",
-        window,
-        ("job_execution_id", execution_id),
-        _ascending_ids(OperatorRequest, window, fields),
         OperatorRequest,
-        _identity_after(window),
-    )
-    return _assemble(
-        rows,
-        window,
-        key=lambda row: cursors.Identity(row["id"]),
-        estimate=lambda row: (
+        ("job_execution_id", execution_id),
+        _window(cursors.operator_requests(execution_id), page_size, token),
+        [
+            "id",
+            "action",
+            "authorization_class",
+            "operation_id",
+            "actor_ref",
+            "reason_code",
+            "request_digest",
+            "observed_version",
+            "prior_status",
+            "result_status",
+            "outcome_class",
+            "rejection_code",
+            "requested_at",
+        ],
+        lambda row: (
             _len(row["operation_id"])
             + _len(row["actor_ref"])
             + _len(row["reason_code"])
