@@ -235,6 +235,34 @@ def _dialog(
     return _respond(request, "batchboard/actions/dialog.html", context)
 
 
+# -- shared by the actions -------------------------------------------------------
+
+
+def _describe(execution: JobExecution) -> str:
+    """Name an execution in a confirmation dialog."""
+    return _(
+        "execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, "
+        "version %(version)s"
+    ) % {
+        "id": execution.pk,
+        "job": execution.job_instance.job_name,
+        "attempt": execution.attempt,
+        "status": execution.status,
+        "version": execution.version,
+    }
+
+
+def _submit(
+    request: HttpRequest, page: str, act: Callable[[], actions.ActionResult]
+) -> HttpResponse:
+    """Run a confirmed action and render its result or its error in place."""
+    try:
+        result = act()
+    except actions.ActionError as error:
+        return _result(request, error=error, target_url=page, retry_url=request.path)
+    return _result(request, result=result, target_url=page, retry_url=request.path)
+
+
 # -- STOP and ABANDON -------------------------------------------------------------
 
 
@@ -244,33 +272,22 @@ def stop(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Confirm, then request a cooperative stop of one execution."""
     page = _url("batchboard:execution", execution_id)
     if request.method == "POST":
-        try:
-            result = actions.stop_execution(
+        return _submit(
+            request,
+            page,
+            lambda: actions.stop_execution(
                 user=request.user,
                 execution_id=execution_id,
                 expected_version=request.POST.get("expected_version"),
                 operation_id=request.POST.get("operation_id", ""),
-            )
-        except actions.ActionError as error:
-            return _result(
-                request, error=error, target_url=page, retry_url=request.path
-            )
-        return _result(request, result=result, target_url=page, retry_url=request.path)
+            ),
+        )
     execution = _execution(execution_id)
     return _dialog(
         request,
         action=envelope.STOP,
         title=_("Stop execution #%(id)s") % {"id": execution.pk},
-        target=_(
-            "execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, version %(version)s"
-        )
-        % {
-            "id": execution.pk,
-            "job": execution.job_instance.job_name,
-            "attempt": execution.attempt,
-            "status": execution.status,
-            "version": execution.version,
-        },
+        target=_describe(execution),
         consequence=_(
             "A stop request is recorded on the execution. Its owning process "
             "sees it at its next commit or poll and moves it to STOPPING, then "
@@ -290,34 +307,23 @@ def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Confirm, then mark one finished execution ABANDONED for good."""
     page = _url("batchboard:execution", execution_id)
     if request.method == "POST":
-        try:
-            result = actions.abandon_execution(
+        return _submit(
+            request,
+            page,
+            lambda: actions.abandon_execution(
                 user=request.user,
                 execution_id=execution_id,
                 expected_version=request.POST.get("expected_version"),
                 reason_code=request.POST.get("reason_code", ""),
                 operation_id=request.POST.get("operation_id", ""),
-            )
-        except actions.ActionError as error:
-            return _result(
-                request, error=error, target_url=page, retry_url=request.path
-            )
-        return _result(request, result=result, target_url=page, retry_url=request.path)
+            ),
+        )
     execution = _execution(execution_id)
     return _dialog(
         request,
         action=envelope.ABANDON,
         title=_("Abandon execution #%(id)s") % {"id": execution.pk},
-        target=_(
-            "execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, version %(version)s"
-        )
-        % {
-            "id": execution.pk,
-            "job": execution.job_instance.job_name,
-            "attempt": execution.attempt,
-            "status": execution.status,
-            "version": execution.version,
-        },
+        target=_describe(execution),
         consequence=_(
             "The execution becomes ABANDONED, which is final: its instance can "
             "never be restarted again. Its failure and end time are kept."
@@ -406,18 +412,16 @@ def _hold_view(request: HttpRequest, instance_id: int, action: str) -> HttpRespo
     page = _url("batchboard:instance", instance_id)
     if request.method == "POST":
         call = actions.place_hold if action == envelope.HOLD else actions.release_hold
-        try:
-            result = call(
+        return _submit(
+            request,
+            page,
+            lambda: call(
                 user=request.user,
                 instance_id=instance_id,
                 reason_code=request.POST.get("reason_code", ""),
                 operation_id=request.POST.get("operation_id", ""),
-            )
-        except actions.ActionError as error:
-            return _result(
-                request, error=error, target_url=page, retry_url=request.path
-            )
-        return _result(request, result=result, target_url=page, retry_url=request.path)
+            ),
+        )
     instance = _instance(instance_id)
     target = _("instance #%(id)s of %(job)s") % {
         "id": instance.pk,
