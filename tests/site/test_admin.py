@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission, User
 from django.db import connections
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.urls import reverse
+from django.urls import resolve, reverse
 
 from batchboard import admin as batchboard_admin
 from batchboard import conf
@@ -366,3 +366,49 @@ def test_columns_are_not_sortable(history: History, viewer: Client) -> None:
     response = viewer.get(url)
     assert 'class="sortable' not in response.content.decode()
     assert "?o=" not in response.content.decode()
+
+
+def _both_result_lists(model: type, query: str) -> tuple[list[list[str]], ...]:
+    from django.contrib.admin.templatetags.admin_list import results
+    from django.test import RequestFactory
+
+    from batchboard.templatetags.batchboard_admin import fast_result_list
+
+    opts = model._meta
+    request = RequestFactory().get(
+        reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist") + query
+    )
+    request.user = User.objects.create_superuser("root", password="root")
+    # The admin preserves filters only on a request resolved to its changelist.
+    request.resolver_match = resolve(request.path_info)
+    cl = admin.site._registry[model].get_changelist_instance(request)
+    cl.formset = None  # as changelist_view sets it for a non-editable list
+    assert cl.result_list, "the history gives every changelist rows"
+    django_cells = [list(row) for row in results(cl)]
+    fast_cells = [list(row) for row in fast_result_list(cl)["results"]]
+    return django_cells, fast_cells
+
+
+@pytest.mark.parametrize("model", REGISTERED, ids=lambda m: m.__name__)
+def test_fast_result_list_renders_what_django_renders(
+    model: type, history: History
+) -> None:
+    """batchboard_result_list gives Django's result_list cells, cell for cell."""
+    django_cells, fast_cells = _both_result_lists(model, "")
+    for fast_row, django_row in zip(fast_cells, django_cells, strict=True):
+        for fast_cell, django_cell in zip(fast_row, django_row, strict=True):
+            assert fast_cell == django_cell
+
+
+def test_fast_result_list_keeps_the_preserved_filters(history: History) -> None:
+    """Row links carry the changelist's filters, as Django's do."""
+    django_cells, fast_cells = _both_result_lists(JobExecution, "?status__exact=FAILED")
+    assert "_changelist_filters=status__exact%3DFAILED" in fast_cells[0][1]
+    assert fast_cells == django_cells
+
+
+def test_changelists_use_the_fast_result_list(history: History, viewer: Client) -> None:
+    """Every batchboard changelist renders its rows through batchboard_result_list."""
+    response = viewer.get(reverse("admin:batchboard_jobexecution_changelist"))
+    names = [t.name for t in response.templates]
+    assert "admin/batchboard/change_list.html" in names
