@@ -160,7 +160,9 @@ def _sorted_parameters(
     return sorted(parameters.items(), key=lambda item: item[0].encode("utf-8"))
 
 
-def instance_key_preimage(job_name: str, parameters: Mapping[str, JobParameter]) -> bytes:
+def instance_key_preimage(
+    job_name: str, parameters: Mapping[str, JobParameter]
+) -> bytes:
     parts = [b"\x01", _lp4(job_name.encode("utf-8"))]
     for name, parameter in _sorted_parameters(parameters):
         validate_name(name, what="parameter name")
@@ -483,9 +485,6 @@ def plan_digest(
 
 def epoch_ms(moment: datetime) -> int:
     """Return ``moment`` as whole milliseconds since the epoch, half away from zero."""
-    micros = (
-        moment - datetime(1970, 1, 1, tzinfo=moment.tzinfo)
-    ) // _MICROSECOND
+    micros = (moment - datetime(1970, 1, 1, tzinfo=moment.tzinfo)) // _MICROSECOND
     sign = -1 if micros < 0 else 1
     return sign * ((abs(micros) + 500) // 1000)
-

@@ -20,7 +20,7 @@ class BatchboardRouter:
     aliases of ``ACTION_DATABASES``. In attached mode
     batchboard's migration operations still run their state changes, but its
     schema operation issues no statement (see
-    :class:`batchboard.operations.CreateMetadataSchema`).
+    :class:`batchboard.schema.operations.CreateMetadataSchema`).
     """
 
     def db_for_read(self, model: type[Model], **hints: Any) -> str | None:

@@ -19,7 +19,7 @@ def refuse_migrating_attached_database(*, using: str, **kwargs: Any) -> None:
     Django's migrate would at least create its ``django_migrations`` table in
     the database it runs against; an attached oxide-batch database must see
     no DDL at all. When the metadata alias is ``default`` the run goes on:
-    the router and :class:`~batchboard.operations.CreateMetadataSchema` keep
+    the router and :class:`~batchboard.schema.operations.CreateMetadataSchema` keep
     batchboard's own operations from touching it. The aliases of
     ``ACTION_DATABASES`` are other logins to the metadata database and are
     never migrated in either mode.

@@ -22,13 +22,13 @@ def wipe_metadata(alias: str | None = None) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             names = ", ".join(
-                table.name for table in schema.TABLES if table.name != "ob_schema_version"
+                table.name
+                for table in schema.TABLES
+                if table.name != "ob_schema_version"
             )
             cursor.execute(f"TRUNCATE {names}")
         else:
-            cursor.execute(
-                'UPDATE "ob_flow_decision" SET reused_decision_id = NULL'
-            )
+            cursor.execute('UPDATE "ob_flow_decision" SET reused_decision_id = NULL')
             for table in reversed(schema.TABLES):
                 if table.name == "ob_schema_version":
                     continue

@@ -79,7 +79,7 @@ def instance(
     *,
     created_at: datetime | None = None,
     hold: tuple[str, str] | None = None,
-    id: int | None = None,  # noqa: A002 - the column's name
+    id: int | None = None,
 ) -> JobInstance:
     """Create a job instance keyed as spec 7.1 says; ``hold`` = (actor, reason)."""
     if parameters is None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from batchboard.site.database import parse_database_url
 from batchboard.schema import SCHEMA_NAME
+from batchboard.site.database import parse_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SECRET_KEY = "tests-only-secret-key"
@@ -19,7 +19,9 @@ ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 
 _url = os.environ.get("DATABASE_URL", "sqlite:///:memory:")
 if _url == "sqlite:///:memory:":
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+    DATABASES = {
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
+    }
 else:
     DATABASES = {
         "default": parse_database_url(
@@ -40,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "batchboard",
+    "batchboard.demo",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 from batchboard.actions._db import back_dated
 from batchboard.actions.envelope import (
-    REASON_CODES,
-    Reason,
     ServiceActor,
     actor_ref_for,
     new_operation_id,
-    reasons_for,
 )
 from batchboard.actions.executions import (
     Directive,
@@ -34,9 +31,6 @@ from batchboard.actions.executions import (
 from batchboard.actions.permissions import action_permissions, may, require
 from batchboard.actions.recovery import RecoveryProposal, propose
 from batchboard.actions.results import (
-    APPLIED,
-    REJECTED,
-    REPLAYED,
     ActionError,
     ActionResult,
     ConcurrentModification,
@@ -56,6 +50,14 @@ from batchboard.actions.retention import (
     place_hold,
     plan_purge,
     release_hold,
+)
+from batchboard.vocabulary import (
+    APPLIED,
+    REASON_CODES,
+    REJECTED,
+    REPLAYED,
+    Reason,
+    reasons_for,
 )
 
 __all__ = [

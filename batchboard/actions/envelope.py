@@ -44,54 +44,13 @@ from django.utils.translation import gettext_lazy as _
 
 from batchboard import schema
 from batchboard.actions.results import InvalidRequest
+from batchboard.vocabulary import (
+    reasons_for,
+)
 
 ACTOR_REF_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 OPERATION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 REASON_CODE_RE = re.compile(r"^[A-Z0-9_]{1,64}$")
-
-STOP = "STOP"
-ABANDON = "ABANDON"
-RECOVER = "RECOVER"
-HOLD = "HOLD"
-RELEASE_HOLD = "RELEASE_HOLD"
-APPLY_PURGE = "APPLY_PURGE"
-
-
-@dataclass(frozen=True)
-class Reason:
-    """One reason an operator may give, and the actions it applies to."""
-
-    code: str
-    label: Any
-    actions: tuple[str, ...]
-
-
-#: The reasons operators pick from, per action. Add a reason here (never in a
-#: form) to offer it; the service refuses any code not listed for the action.
-REASON_CODES: tuple[Reason, ...] = (
-    Reason("OPERATOR_DECISION", _("Operator decision"), (ABANDON, RECOVER)),
-    Reason("HOST_LOST", _("The host running it was lost"), (ABANDON, RECOVER)),
-    Reason("PROCESS_CRASHED", _("The owning process crashed"), (ABANDON, RECOVER)),
-    Reason(
-        "UNKNOWN_EFFECT",
-        _("The effect of the last commit is unknown (checked by hand)"),
-        (RECOVER,),
-    ),
-    Reason("DUPLICATE_RUN", _("Duplicate run, superseded"), (ABANDON, RECOVER)),
-    Reason("BAD_INPUT_DATA", _("Bad input data, will not be rerun"), (ABANDON,)),
-    Reason("AUDIT", _("Kept for an audit"), (HOLD,)),
-    Reason("INCIDENT_INVESTIGATION", _("Kept for an incident investigation"), (HOLD,)),
-    Reason("LEGAL_HOLD", _("Legal hold"), (HOLD,)),
-    Reason("HOLD_NO_LONGER_NEEDED", _("No longer needed"), (RELEASE_HOLD,)),
-    Reason("PLACED_IN_ERROR", _("Placed in error"), (RELEASE_HOLD,)),
-    Reason("RETENTION_POLICY", _("Retention policy"), (APPLY_PURGE,)),
-    Reason("STORAGE_PRESSURE", _("Storage pressure"), (APPLY_PURGE,)),
-)
-
-
-def reasons_for(action: str) -> list[Reason]:
-    """Return the reasons offered for ``action``, in the documented order."""
-    return [reason for reason in REASON_CODES if action in reason.actions]
 
 
 def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> str:

@@ -37,12 +37,9 @@ from typing import Any
 from django.db import DatabaseError
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import schema
+from batchboard import schema, vocabulary
 from batchboard.actions import _db, envelope, permissions, recovery
 from batchboard.actions.results import (
-    APPLIED,
-    REJECTED,
-    REPLAYED,
     ActionResult,
     EvidenceStale,
     InvalidRequest,
@@ -59,6 +56,7 @@ from batchboard.repository.errors import (
     RestartRequiresNewAttempt,
     StaleVersion,
 )
+from batchboard.vocabulary import APPLIED, REJECTED, REPLAYED
 
 _LOCKED_FIELDS = (
     "id",
@@ -97,7 +95,7 @@ class Request:
 
     @property
     def authorization_class(self) -> str:
-        return permissions.ACTION_CLASSES[self.action]
+        return vocabulary.ACTION_CLASSES[self.action]
 
 
 @dataclass(frozen=True)
@@ -281,10 +279,10 @@ def stop_execution(
     bump; the owning runtime moves it to STOPPING). STOPPING or finished:
     APPLIED without change. UNKNOWN: rejected INVALID_STATE.
     """
-    permissions.require(user, envelope.STOP)
+    permissions.require(user, vocabulary.STOP)
     ident, version = _ids(execution_id, expected_version)
     request = _request(
-        envelope.STOP,
+        vocabulary.STOP,
         user=user,
         operation_id=operation_id,
         ident=ident,
@@ -330,11 +328,11 @@ def abandon_execution(
     change; anything else is rejected INVALID_STATE, UNKNOWN without a
     decision UNRESOLVED_RECOVERY_REQUIRED, a moved version OPTIMISTIC_CONFLICT.
     """
-    permissions.require(user, envelope.ABANDON)
+    permissions.require(user, vocabulary.ABANDON)
     ident, version = _ids(execution_id, expected_version)
-    reason = envelope.validate_reason(reason_code, envelope.ABANDON)
+    reason = envelope.validate_reason(reason_code, vocabulary.ABANDON)
     request = _request(
-        envelope.ABANDON,
+        vocabulary.ABANDON,
         user=user,
         operation_id=operation_id,
         ident=ident,
@@ -442,9 +440,9 @@ def recover_execution(
     spec 4.5 run; the decision row, the execution update and the audit row
     commit together.
     """
-    permissions.require(user, envelope.RECOVER)
+    permissions.require(user, vocabulary.RECOVER)
     ident, version = _ids(execution_id, expected_version)
-    reason = envelope.validate_reason(reason_code, envelope.RECOVER)
+    reason = envelope.validate_reason(reason_code, vocabulary.RECOVER)
     directive = directive.validated()
     if not isinstance(evidence_digest, bytes | bytearray) or len(evidence_digest) != 32:
         raise InvalidRequest(_("The evidence digest must be 32 bytes."))
@@ -457,7 +455,7 @@ def recover_execution(
         failure_id=None if directive.failure_id is None else int(directive.failure_id),
     )
     request = _request(
-        envelope.RECOVER,
+        vocabulary.RECOVER,
         user=user,
         operation_id=operation_id,
         ident=ident,

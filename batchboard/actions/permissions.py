@@ -13,28 +13,13 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 
 from batchboard.actions import envelope
-
-READ = "READ"
-LIFECYCLE = "LIFECYCLE"
-DESTRUCTIVE = "DESTRUCTIVE"
+from batchboard.vocabulary import ACTION_CLASSES, DESTRUCTIVE, LIFECYCLE, READ
 
 #: The Django permission that grants each authorization class.
 CLASS_PERMISSIONS: dict[str, tuple[str, ...]] = {
     READ: ("batchboard.view_jobexecution", "batchboard.view_jobinstance"),
     LIFECYCLE: ("batchboard.operate_lifecycle",),
     DESTRUCTIVE: ("batchboard.operate_destructive",),
-}
-
-#: The authorization class of each action; the purge plan is a read.
-ACTION_CLASSES: dict[str, str] = {
-    envelope.STOP: LIFECYCLE,
-    envelope.ABANDON: DESTRUCTIVE,
-    envelope.RECOVER: DESTRUCTIVE,
-    envelope.HOLD: DESTRUCTIVE,
-    envelope.RELEASE_HOLD: DESTRUCTIVE,
-    envelope.APPLY_PURGE: DESTRUCTIVE,
-    "PLAN_PURGE": READ,
-    "PROPOSE_RECOVERY": READ,
 }
 
 

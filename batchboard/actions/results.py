@@ -17,9 +17,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-APPLIED = "APPLIED"
-REJECTED = "REJECTED"
-REPLAYED = "REPLAYED"
+from batchboard.vocabulary import REJECTED, REPLAYED
 
 # Operator-facing explanations of the rejection codes an action can record.
 REJECTION_TEXT: dict[str, Any] = {

@@ -47,11 +47,9 @@ from typing import Any
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import schema
+from batchboard import schema, vocabulary
 from batchboard.actions import _db, envelope, permissions
 from batchboard.actions.results import (
-    APPLIED,
-    REPLAYED,
     ActionResult,
     InvalidRequest,
     OperationIdConflict,
@@ -66,6 +64,7 @@ from batchboard.models import (
     RetentionAction,
     StepPartition,
 )
+from batchboard.vocabulary import APPLIED, REPLAYED
 
 MIN_AGE_SECONDS = 3600
 # A bound of batchboard's own: older thresholds fall outside the calendar
@@ -165,7 +164,7 @@ def _hold_protocol(
         )
         if instance is None:
             raise TargetNotFound(str(_("job instance")), ident)
-        if action == envelope.HOLD:
+        if action == vocabulary.HOLD:
             values = {"hold_actor": actor, "hold_reason": reason, "hold_placed_at": at}
             changed = (instance.hold_actor, instance.hold_reason) != (actor, reason)
         else:
@@ -191,7 +190,7 @@ def place_hold(
 ) -> ActionResult:
     """Place (or overwrite) a hold on one job instance; purges then skip it."""
     return _hold(
-        envelope.HOLD,
+        vocabulary.HOLD,
         user=user,
         instance_id=instance_id,
         reason_code=reason_code,
@@ -204,7 +203,7 @@ def release_hold(
 ) -> ActionResult:
     """Release the hold on one job instance (recorded even if none was placed)."""
     return _hold(
-        envelope.RELEASE_HOLD,
+        vocabulary.RELEASE_HOLD,
         user=user,
         instance_id=instance_id,
         reason_code=reason_code,
@@ -628,8 +627,8 @@ def apply_purge(
     ``plan_digest_hex`` is the digest the operator reviewed; it must match
     the criteria and candidates submitted with it.
     """
-    permissions.require(user, envelope.APPLY_PURGE)
-    reason = envelope.validate_reason(reason_code, envelope.APPLY_PURGE)
+    permissions.require(user, vocabulary.APPLY_PURGE)
+    reason = envelope.validate_reason(reason_code, vocabulary.APPLY_PURGE)
     op = envelope.validate_operation_id(operation_id)
     try:
         reviewed = bytes.fromhex(str(plan_digest_hex).strip().lower())
@@ -663,7 +662,7 @@ def _purge_protocol(
     op: str,
     expected: dict[str, Any],
 ) -> ActionResult:
-    replay = _probe(envelope.APPLY_PURGE, op, **expected)
+    replay = _probe(vocabulary.APPLY_PURGE, op, **expected)
     if replay is not None:
         return replay
     actor = envelope.actor_ref_for(user)
@@ -674,7 +673,7 @@ def _purge_protocol(
         counts = _delete(candidates)
         row = RetentionAction.objects.using(_db.alias()).create(
             job_instance_id=None,
-            action=envelope.APPLY_PURGE,
+            action=vocabulary.APPLY_PURGE,
             operation_id=op,
             actor_ref=actor,
             reason_code=reason,
@@ -687,7 +686,7 @@ def _purge_protocol(
         return _retention_result(row, APPLIED, changed=bool(candidates))
 
     def reprobe() -> ActionResult | None:
-        return _probe(envelope.APPLY_PURGE, op, **expected)
+        return _probe(vocabulary.APPLY_PURGE, op, **expected)
 
     try:
         return _db.settle(op, apply, reprobe)

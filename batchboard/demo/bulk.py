@@ -443,9 +443,7 @@ class _Planner:
         ids = self.ids
         ids.instance += 1
         instance_id = ids.instance
-        business_date = (
-            (_PG_EPOCH + timedelta(milliseconds=at_ms)).date().isoformat()
-        )
+        business_date = (_PG_EPOCH + timedelta(milliseconds=at_ms)).date().isoformat()
         shard = int(draw() * 16) - 8
         backfill = draw() < 0.1
         key = _fast_instance_key(

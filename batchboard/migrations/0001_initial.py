@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-import batchboard.operations
+import batchboard.schema.operations
 
 
 class Migration(migrations.Migration):
@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        batchboard.operations.CreateMetadataSchema(),
+        batchboard.schema.operations.CreateMetadataSchema(),
         migrations.CreateModel(
             name='ComponentState',
             fields=[

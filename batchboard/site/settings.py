@@ -78,6 +78,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "batchboard",
+    # The demo app: seed, simulator, demo logins and benchmarks.
+    "batchboard.demo",
 ]
 
 MIDDLEWARE = [

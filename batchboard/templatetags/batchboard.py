@@ -49,9 +49,7 @@ def status(value: str | None) -> SafeString:
         return _NO_BADGE
     badge = _BADGES.get(value)
     if badge is None:
-        badge = format_html(
-            '<span class="bb-status bb-status--muted">{}</span>', value
-        )
+        badge = format_html('<span class="bb-status bb-status--muted">{}</span>', value)
     return badge
 
 
@@ -207,7 +205,7 @@ def status_mark(value: str) -> str:
 # -- links outside row lists -------------------------------------------------
 # Each URL name is reversed once (per script prefix and URLconf) around a
 # placeholder and the id substituted; row lists get their links from the
-# view (see batchboard.views._Links).
+# view (see batchboard.explorer.views._Links).
 
 _PLACEHOLDER = "987654321987"
 

@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from batchboard.admin import JobExecutionAdmin, JobInstanceAdmin
+from batchboard.admin.registrations import JobExecutionAdmin, JobInstanceAdmin
 from batchboard.models import (
     JobExecution,
     JobInstance,
@@ -165,7 +165,7 @@ def test_actions_follow_the_classes(
 
 
 def test_more_than_the_cap_is_refused(admin_user: User) -> None:
-    from batchboard import admin_actions
+    from batchboard.admin import actions as admin_actions
 
     executions = [factories.execution("STARTED") for _ in range(3)]
     original = admin_actions.MAX_OBJECTS

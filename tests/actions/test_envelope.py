@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from batchboard import actions
+from batchboard import actions, vocabulary
 from batchboard.actions import envelope, permissions
 
 
@@ -68,10 +68,10 @@ def test_reason_errors_say_what_is_wrong(value: str, message: str) -> None:
 
 
 def test_every_action_has_a_class() -> None:
-    assert permissions.ACTION_CLASSES["STOP"] == "LIFECYCLE"
+    assert vocabulary.ACTION_CLASSES["STOP"] == "LIFECYCLE"
     for action in ("ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD", "APPLY_PURGE"):
-        assert permissions.ACTION_CLASSES[action] == "DESTRUCTIVE"
-    assert permissions.ACTION_CLASSES["PLAN_PURGE"] == "READ"
+        assert vocabulary.ACTION_CLASSES[action] == "DESTRUCTIVE"
+    assert vocabulary.ACTION_CLASSES["PLAN_PURGE"] == "READ"
     assert permissions.may(None, "PLAN_PURGE") is False
 
 

@@ -6,8 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from batchboard import action_urls
-from batchboard import urls as explorer_urls
+from batchboard import urls as batchboard_urls
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,6 +14,6 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path(
         "",
-        include((explorer_urls.urlpatterns + action_urls.urlpatterns, "batchboard")),
+        include((batchboard_urls.urlpatterns, "batchboard")),
     ),
 ]

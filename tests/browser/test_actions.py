@@ -69,7 +69,7 @@ def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
     assert headline.inner_text().startswith("STARTED")
     # What the viewer test looks for finds the operator's button.
     assert action_controls(page).all_inner_texts() == ["Stop…"]
-    page.click("#bb-actions-%d a:text('Stop…')" % execution.pk)
+    page.click(f"#bb-actions-{execution.pk} a:text('Stop…')")
     dialog = page.locator(f"#bb-action-slot-{execution.pk} .bb-dialog")
     dialog.wait_for()
     assert "LIFECYCLE" in dialog.text_content()
@@ -83,9 +83,7 @@ def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
     assert (request.action, request.outcome_class) == ("STOP", "APPLIED")
     assert request.actor_ref == "user:operator"
     # The request alone changes no status: the live summary shows it pending.
-    page.wait_for_selector(
-        "#bb-execution-summary .bb-flag--warn:text('requested')"
-    )
+    page.wait_for_selector("#bb-execution-summary .bb-flag--warn:text('requested')")
     assert headline.inner_text().startswith("STARTED")
     control = JobRepository().observe_control(execution.pk, OWNER)
     assert control.execution.status == "STOPPING"
@@ -160,7 +158,9 @@ def test_viewer_sees_no_action_anywhere(page: Any, live_server: Any) -> None:
     member("viewer")
     moment = factories.now()
     factories.definition("nightly-import")
-    instance = factories.instance("nightly-import", created_at=moment - timedelta(hours=2))
+    instance = factories.instance(
+        "nightly-import", created_at=moment - timedelta(hours=2)
+    )
     # Running, owned and silent for an hour: an operator would see Stop… on
     # each page and an administrator Recover… and Place hold….
     execution = factories.execution(

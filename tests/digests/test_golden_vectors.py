@@ -54,7 +54,11 @@ def test_golden_job_instance_key_and_preimage() -> None:
             {},
             "3e765bfe745b94b09d79cc090ebd6a6f28abc0d3900c5aea6d1615c1e171e55f",
         ),
-        ("nightly-import", {"run_date": JobParameter.string("2026-01-01")}, NIGHTLY_KEY),
+        (
+            "nightly-import",
+            {"run_date": JobParameter.string("2026-01-01")},
+            NIGHTLY_KEY,
+        ),
         (
             "mixed",
             {
@@ -176,7 +180,9 @@ EVIDENCE_A = RecoveryEvidence(
     version=3,
     owner="OTHER_PROCESS",
     updated_at_ms=1785000000123,
-    latest_step=StepEvidence(77, "STARTED", CheckpointDescriptor(1, "m5.upgrade.position", 1, 18)),
+    latest_step=StepEvidence(
+        77, "STARTED", CheckpointDescriptor(1, "m5.upgrade.position", 1, 18)
+    ),
     unknown_commit=False,
     completed_partition=False,
     committed_flow_decision=True,
@@ -213,9 +219,18 @@ EVIDENCE_C = RecoveryEvidence(
 @pytest.mark.parametrize(
     ("evidence", "expected"),
     [
-        (EVIDENCE_A, "c7141fb9bee81bc58aa4841f9e05cc4df59f65db1ec178b4b78d01632eca0c3c"),
-        (EVIDENCE_B, "5ee518ba44a1f2ab787ee21841bfa0a95ab775a2d638fab738740d2144c83172"),
-        (EVIDENCE_C, "a1de04b077667fab1d43ecae4917285c05a18d556c969c47b00a2b1bd5b15c4c"),
+        (
+            EVIDENCE_A,
+            "c7141fb9bee81bc58aa4841f9e05cc4df59f65db1ec178b4b78d01632eca0c3c",
+        ),
+        (
+            EVIDENCE_B,
+            "5ee518ba44a1f2ab787ee21841bfa0a95ab775a2d638fab738740d2144c83172",
+        ),
+        (
+            EVIDENCE_C,
+            "a1de04b077667fab1d43ecae4917285c05a18d556c969c47b00a2b1bd5b15c4c",
+        ),
     ],
 )
 def test_evidence_digests(evidence: RecoveryEvidence, expected: str) -> None:
@@ -314,7 +329,10 @@ def test_plan_digests(
 
 def test_parameter_envelope_and_descriptors() -> None:
     """Stored parameters round-trip; descriptors drop values."""
-    parameters = {"run_date": JobParameter.string("2026-01-01"), "n": JobParameter.i64(-1)}
+    parameters = {
+        "run_date": JobParameter.string("2026-01-01"),
+        "n": JobParameter.i64(-1),
+    }
     document = digests.parameters_json(parameters)
     assert document["run_date"] == {
         "type": "string",
@@ -322,7 +340,10 @@ def test_parameter_envelope_and_descriptors() -> None:
         "value": "2026-01-01",
     }
     assert digests.parameters_from_json(document) == parameters
-    assert digests.parameter_descriptors(document) == [("n", "I64"), ("run_date", "STRING")]
+    assert digests.parameter_descriptors(document) == [
+        ("n", "I64"),
+        ("run_date", "STRING"),
+    ]
 
 
 @pytest.mark.parametrize(

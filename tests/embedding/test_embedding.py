@@ -73,7 +73,7 @@ def test_wheel_ships_templates_static_and_migrations(source: Path, wheel: Path) 
     assert "batchboard/migrations/0001_initial.py" in expected
     assert expected <= names, sorted(expected - names)
     assert "batchboard/py.typed" in names
-    assert "batchboard/management/commands/batchboard_demo_login.py" in names
+    assert "batchboard/demo/management/commands/batchboard_demo_login.py" in names
     assert not any(name.startswith("tests/") for name in names)
 
 

@@ -8,7 +8,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils.html import escape
 
-from batchboard import cursors, queries
+from batchboard import cursors
+from batchboard.explorer import queries
 from tests import factories
 from tests.explorer.conftest import History
 

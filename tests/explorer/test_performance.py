@@ -15,7 +15,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard import queries
+from batchboard.explorer import queries
 from tests import factories
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from batchboard import queries
+from batchboard.explorer import queries
 from tests.explorer.conftest import History
 
 

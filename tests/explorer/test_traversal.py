@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from batchboard import queries
+from batchboard.explorer import queries
 from batchboard.models import JobExecution, JobInstance, StepExecution
 from tests import factories
 

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connections
 
-from batchboard.management.commands import batchboard_example_job as example
+from batchboard.demo.management.commands import batchboard_example_job as example
 from batchboard.models import JobExecution, StepExecution
 from batchboard.repository import JobRepository
 

@@ -13,9 +13,13 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import resolve, reverse
 
-from batchboard import admin as batchboard_admin
 from batchboard import conf
-from batchboard.admin import FIRST_PAGES, LookaheadPaginator, ReadOnlyAdmin
+from batchboard.admin import registrations as batchboard_admin
+from batchboard.admin.registrations import (
+    FIRST_PAGES,
+    LookaheadPaginator,
+    ReadOnlyAdmin,
+)
 from batchboard.models import (
     DefinitionUpgrade,
     JobDefinition,

@@ -7,7 +7,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hostsite.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

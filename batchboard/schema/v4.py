@@ -176,7 +176,11 @@ class Table:
         """Add ``varchar(length) COLLATE "C"`` restricted to ``values``."""
         self.columns.append(
             Column(
-                name, f"varchar({length})", f"varchar({length})", null=null, collate=True
+                name,
+                f"varchar({length})",
+                f"varchar({length})",
+                null=null,
+                collate=True,
             )
         )
         listed = ", ".join(f"'{value}'" for value in values)
@@ -208,9 +212,7 @@ class Table:
             self._column_check(name, expr, expr.replace(name, f'"{name}"', 1))
         elif minimum is not None:
             op, bound = (">", 0) if minimum == 1 else (">=", minimum)
-            self._column_check(
-                name, f"{name} {op} {bound}", f'"{name}" {op} {bound}'
-            )
+            self._column_check(name, f"{name} {op} {bound}", f'"{name}" {op} {bound}')
         return self
 
     def counter(self, name: str) -> Table:
@@ -233,7 +235,9 @@ class Table:
         """
         self.columns.append(Column(name, "jsonb", "text", **defaults))
         self._column_check(
-            name, f"jsonb_typeof({name}) = 'object'", f"json_type(\"{name}\") = 'object'"
+            name,
+            f"jsonb_typeof({name}) = 'object'",
+            f"json_type(\"{name}\") = 'object'",
         )
         self._column_check(
             name,
@@ -301,9 +305,7 @@ class Table:
         for name, columns in self.uniques:
             lines.append(f"CONSTRAINT {name} UNIQUE ({', '.join(columns)})")
         statements = [
-            f"CREATE TABLE {schema}.{self.name} (\n    "
-            + ",\n    ".join(lines)
-            + "\n)"
+            f"CREATE TABLE {schema}.{self.name} (\n    " + ",\n    ".join(lines) + "\n)"
         ]
         for fk in self.foreign_keys:
             statements.append(
@@ -364,9 +366,7 @@ def _in(column: str, values: tuple[str, ...]) -> str:
 
 
 def _both_or_neither(a: str, b: str) -> str:
-    return (
-        f"({a} IS NULL AND {b} IS NULL) OR ({a} IS NOT NULL AND {b} IS NOT NULL)"
-    )
+    return f"({a} IS NULL AND {b} IS NULL) OR ({a} IS NOT NULL AND {b} IS NOT NULL)"
 
 
 def _end_state() -> str:
@@ -381,10 +381,8 @@ _TIMESTAMP_ORDER = (
     "AND (ended_at IS NULL OR ended_at >= COALESCE(started_at, created_at)) "
     "AND updated_at >= created_at"
 )
-_EMPTY_FAULT_STATE_PG = (
-    "'{\"checkpoint\": \"" + "0" * 64 + "\", \"entries\": []}'::jsonb"
-)
-_EMPTY_FAULT_STATE_SQLITE = "'{\"checkpoint\":\"" + "0" * 64 + "\",\"entries\":[]}'"
+_EMPTY_FAULT_STATE_PG = '\'{"checkpoint": "' + "0" * 64 + '", "entries": []}\'::jsonb'
+_EMPTY_FAULT_STATE_SQLITE = '\'{"checkpoint":"' + "0" * 64 + '","entries":[]}\''
 
 
 def _tables() -> list[Table]:
@@ -609,7 +607,9 @@ def _tables() -> list[Table]:
         .digest("evidence_digest")
         .timestamp("decided_at")
         .unique(
-            "ob_recovery_decision_version_unique", "job_execution_id", "execution_version"
+            "ob_recovery_decision_version_unique",
+            "job_execution_id",
+            "execution_version",
         )
         .fk("job_execution_id", "ob_job_execution")
         .index("ob_recovery_execution_time", "job_execution_id, decided_at, id")
@@ -765,8 +765,7 @@ def _tables() -> list[Table]:
         'external_content_id IS NULL OR length("external_content_id") = 32',
     )
     (
-        component.integer("external_encoded_len", "bigint", null=True)
-        ._column_check(
+        component.integer("external_encoded_len", "bigint", null=True)._column_check(
             "external_encoded_len",
             "external_encoded_len IS NULL OR external_encoded_len >= 0",
             "external_encoded_len IS NULL OR external_encoded_len >= 0",

@@ -8,7 +8,7 @@ change or delete permission (so ``delete_selected`` is never offered). The
 only way the admin changes anything is an operator action: place and release
 holds on instances, stop and abandon executions, each offered only to users
 holding its authorization class and each calling the same service as the
-dashboard (:mod:`batchboard.admin_actions`). Recovery is the dashboard's
+dashboard (:mod:`batchboard.admin.actions`). Recovery is the dashboard's
 workflow; an execution's page links to its proposal. Pages show only what
 spec §3.5 calls displayable. Payload columns (contexts, checkpoints, fault
 state, partition contexts, component state), manifests, parameter values and
@@ -50,7 +50,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from batchboard.admin_actions import (
+from batchboard.admin.actions import (
     OperatorActionsAdminMixin,
     abandon_executions,
     place_holds,

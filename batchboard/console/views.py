@@ -32,7 +32,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
-from batchboard import actions, schema
+from batchboard import actions, schema, vocabulary
 from batchboard.actions import envelope, permissions
 from batchboard.actions.retention import DEFAULT_AGE_SECONDS, DEFAULT_BATCH
 from batchboard.models import JobExecution, JobInstance
@@ -113,7 +113,7 @@ def _forbidden(request: HttpRequest, action: str) -> HttpResponse:
                 "%(action)s needs the %(cls)s authorization class, which your "
                 "account does not have. Nothing was changed."
             )
-            % {"action": action, "cls": permissions.ACTION_CLASSES[action]},
+            % {"action": action, "cls": vocabulary.ACTION_CLASSES[action]},
         },
         status=403,
     )
@@ -223,13 +223,13 @@ def _dialog(
         "action": action,
         "title": title,
         "target": target,
-        "auth_class": permissions.ACTION_CLASSES[action],
+        "auth_class": vocabulary.ACTION_CLASSES[action],
         "consequence": consequence,
         "post_url": post_url,
         "cancel_url": cancel_url,
         "operation_id": envelope.new_operation_id(),
         "expected_version": expected_version,
-        "reasons": envelope.reasons_for(action) if reasons else [],
+        "reasons": vocabulary.reasons_for(action) if reasons else [],
         **(extra or {}),
     }
     return _respond(request, "batchboard/actions/dialog.html", context)
@@ -267,7 +267,7 @@ def _submit(
 
 
 @require_http_methods(["GET", "POST"])
-@action_view(envelope.STOP)
+@action_view(vocabulary.STOP)
 def stop(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Confirm, then request a cooperative stop of one execution."""
     page = _url("batchboard:execution", execution_id)
@@ -285,7 +285,7 @@ def stop(request: HttpRequest, execution_id: int) -> HttpResponse:
     execution = _execution(execution_id)
     return _dialog(
         request,
-        action=envelope.STOP,
+        action=vocabulary.STOP,
         title=_("Stop execution #%(id)s") % {"id": execution.pk},
         target=_describe(execution),
         consequence=_(
@@ -302,7 +302,7 @@ def stop(request: HttpRequest, execution_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@action_view(envelope.ABANDON)
+@action_view(vocabulary.ABANDON)
 def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Confirm, then mark one finished execution ABANDONED for good."""
     page = _url("batchboard:execution", execution_id)
@@ -321,7 +321,7 @@ def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
     execution = _execution(execution_id)
     return _dialog(
         request,
-        action=envelope.ABANDON,
+        action=vocabulary.ABANDON,
         title=_("Abandon execution #%(id)s") % {"id": execution.pk},
         target=_describe(execution),
         consequence=_(
@@ -351,9 +351,9 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
     context = {
         "proposal": proposal,
         "evidence": proposal.evidence,
-        "may_recover": permissions.may(request.user, envelope.RECOVER),
+        "may_recover": permissions.may(request.user, vocabulary.RECOVER),
         "operation_id": envelope.new_operation_id(),
-        "reasons": envelope.reasons_for(envelope.RECOVER),
+        "reasons": vocabulary.reasons_for(vocabulary.RECOVER),
         "categories": schema.FAILURE_CATEGORIES,
         "default_category": "UNKNOWN_COMMIT"
         if proposal.evidence.unknown_commit
@@ -368,7 +368,7 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
 
 
 @require_http_methods(["POST"])
-@action_view(envelope.RECOVER)
+@action_view(vocabulary.RECOVER)
 def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Apply a reviewed recovery proposal; the server re-proposes first."""
     page = _url("batchboard:execution", execution_id)
@@ -411,7 +411,7 @@ def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
 def _hold_view(request: HttpRequest, instance_id: int, action: str) -> HttpResponse:
     page = _url("batchboard:instance", instance_id)
     if request.method == "POST":
-        call = actions.place_hold if action == envelope.HOLD else actions.release_hold
+        call = actions.place_hold if action == vocabulary.HOLD else actions.release_hold
         return _submit(
             request,
             page,
@@ -427,7 +427,7 @@ def _hold_view(request: HttpRequest, instance_id: int, action: str) -> HttpRespo
         "id": instance.pk,
         "job": instance.job_name,
     }
-    if action == envelope.HOLD:
+    if action == vocabulary.HOLD:
         title = _("Hold instance #%(id)s") % {"id": instance.pk}
         consequence = _(
             "Purges will skip this instance and all its executions until the "
@@ -453,17 +453,17 @@ def _hold_view(request: HttpRequest, instance_id: int, action: str) -> HttpRespo
 
 
 @require_http_methods(["GET", "POST"])
-@action_view(envelope.HOLD)
+@action_view(vocabulary.HOLD)
 def hold(request: HttpRequest, instance_id: int) -> HttpResponse:
     """Confirm, then place a hold on one job instance."""
-    return _hold_view(request, instance_id, envelope.HOLD)
+    return _hold_view(request, instance_id, vocabulary.HOLD)
 
 
 @require_http_methods(["GET", "POST"])
-@action_view(envelope.RELEASE_HOLD)
+@action_view(vocabulary.RELEASE_HOLD)
 def release(request: HttpRequest, instance_id: int) -> HttpResponse:
     """Confirm, then release the hold on one job instance."""
-    return _hold_view(request, instance_id, envelope.RELEASE_HOLD)
+    return _hold_view(request, instance_id, vocabulary.RELEASE_HOLD)
 
 
 # -- purge -----------------------------------------------------------------------
@@ -491,8 +491,8 @@ def purge_plan(request: HttpRequest) -> HttpResponse:
             or DEFAULT_AGE_SECONDS,
             "batch": request.GET.get("batch") or DEFAULT_BATCH,
         },
-        "may_apply": permissions.may(request.user, envelope.APPLY_PURGE),
-        "reasons": envelope.reasons_for(envelope.APPLY_PURGE),
+        "may_apply": permissions.may(request.user, vocabulary.APPLY_PURGE),
+        "reasons": vocabulary.reasons_for(vocabulary.APPLY_PURGE),
         "operation_id": envelope.new_operation_id(),
     }
     if request.GET.get("job_name"):
@@ -506,7 +506,7 @@ def purge_plan(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["POST"])
-@action_view(envelope.APPLY_PURGE)
+@action_view(vocabulary.APPLY_PURGE)
 def purge_apply(request: HttpRequest) -> HttpResponse:
     """Apply a reviewed purge plan, or delete nothing and say why."""
     page = reverse("batchboard:purge_plan")

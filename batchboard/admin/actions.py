@@ -30,7 +30,7 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from batchboard import actions, schema
+from batchboard import actions, schema, vocabulary
 from batchboard.actions import envelope, permissions
 from batchboard.models import JobExecution, JobInstance
 
@@ -43,16 +43,16 @@ class OperatorActionsAdminMixin:
     """Permission checks of the operator actions, for a ``ModelAdmin``."""
 
     def has_stop_permission(self, request: HttpRequest) -> bool:
-        return permissions.may(request.user, envelope.STOP)
+        return permissions.may(request.user, vocabulary.STOP)
 
     def has_abandon_permission(self, request: HttpRequest) -> bool:
-        return permissions.may(request.user, envelope.ABANDON)
+        return permissions.may(request.user, vocabulary.ABANDON)
 
     def has_hold_permission(self, request: HttpRequest) -> bool:
-        return permissions.may(request.user, envelope.HOLD)
+        return permissions.may(request.user, vocabulary.HOLD)
 
     def has_release_permission(self, request: HttpRequest) -> bool:
-        return permissions.may(request.user, envelope.RELEASE_HOLD)
+        return permissions.may(request.user, vocabulary.RELEASE_HOLD)
 
     @admin.display(description=gettext_lazy("recovery"))
     def recovery_proposal_link(self, obj: JobExecution) -> str:
@@ -67,19 +67,19 @@ class OperatorActionsAdminMixin:
 
 
 _CONSEQUENCES = {
-    envelope.STOP: gettext_lazy(
+    vocabulary.STOP: gettext_lazy(
         "A stop request is recorded on each running execution; its owning "
         "process moves it to STOPPING. Stopping or finished executions are "
         "left as they are."
     ),
-    envelope.ABANDON: gettext_lazy(
+    vocabulary.ABANDON: gettext_lazy(
         "Each STOPPED or FAILED execution becomes ABANDONED, which is final: "
         "its instance can never be restarted again."
     ),
-    envelope.HOLD: gettext_lazy(
+    vocabulary.HOLD: gettext_lazy(
         "Purges skip each held instance and its executions until released."
     ),
-    envelope.RELEASE_HOLD: gettext_lazy(
+    vocabulary.RELEASE_HOLD: gettext_lazy(
         "Purges may delete each instance's history again once it is old enough."
     ),
 }
@@ -123,7 +123,7 @@ def _run_action(
         "opts": opts,
         "action": action,
         "action_name": function_name,
-        "auth_class": permissions.ACTION_CLASSES[action],
+        "auth_class": vocabulary.ACTION_CLASSES[action],
         "consequence": _CONSEQUENCES[action],
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
     }
@@ -136,7 +136,9 @@ def _run_action(
                 for obj in objects
             ],
             "operation_id": envelope.new_operation_id(),
-            "reasons": [] if action == envelope.STOP else envelope.reasons_for(action),
+            "reasons": []
+            if action == vocabulary.STOP
+            else vocabulary.reasons_for(action),
         }
         return TemplateResponse(
             request, _templates(opts, "action_confirmation.html"), context
@@ -172,14 +174,14 @@ def _apply_one(
     operation_id = f"{base}:{obj.pk}"
     reason = request.POST.get("reason_code", "")
     try:
-        if action == envelope.STOP:
+        if action == vocabulary.STOP:
             result = actions.stop_execution(
                 user=request.user,
                 execution_id=obj.pk,
                 expected_version=request.POST.get(f"version_{obj.pk}"),
                 operation_id=operation_id,
             )
-        elif action == envelope.ABANDON:
+        elif action == vocabulary.ABANDON:
             result = actions.abandon_execution(
                 user=request.user,
                 execution_id=obj.pk,
@@ -187,7 +189,7 @@ def _apply_one(
                 reason_code=reason,
                 operation_id=operation_id,
             )
-        elif action == envelope.HOLD:
+        elif action == vocabulary.HOLD:
             result = actions.place_hold(
                 user=request.user,
                 instance_id=obj.pk,
@@ -228,7 +230,9 @@ def stop_executions(
     request: HttpRequest,
     queryset: QuerySet[JobExecution],
 ) -> TemplateResponse | None:
-    return _run_action(modeladmin, request, queryset, envelope.STOP, "stop_executions")
+    return _run_action(
+        modeladmin, request, queryset, vocabulary.STOP, "stop_executions"
+    )
 
 
 @admin.action(
@@ -240,7 +244,7 @@ def abandon_executions(
     queryset: QuerySet[JobExecution],
 ) -> TemplateResponse | None:
     return _run_action(
-        modeladmin, request, queryset, envelope.ABANDON, "abandon_executions"
+        modeladmin, request, queryset, vocabulary.ABANDON, "abandon_executions"
     )
 
 
@@ -252,7 +256,7 @@ def place_holds(
     request: HttpRequest,
     queryset: QuerySet[JobInstance],
 ) -> TemplateResponse | None:
-    return _run_action(modeladmin, request, queryset, envelope.HOLD, "place_holds")
+    return _run_action(modeladmin, request, queryset, vocabulary.HOLD, "place_holds")
 
 
 @admin.action(
@@ -265,5 +269,5 @@ def release_holds(
     queryset: QuerySet[JobInstance],
 ) -> TemplateResponse | None:
     return _run_action(
-        modeladmin, request, queryset, envelope.RELEASE_HOLD, "release_holds"
+        modeladmin, request, queryset, vocabulary.RELEASE_HOLD, "release_holds"
     )

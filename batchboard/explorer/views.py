@@ -1,5 +1,5 @@
 """
-The explorer's pages: function views over :mod:`batchboard.queries`.
+The explorer's pages: function views over :mod:`batchboard.explorer.queries`.
 
 Every view answers a plain request with a full page and an htmx request
 (``HX-Request`` that is not a history restore) with a partial template: the
@@ -31,8 +31,9 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import replace_url
 from django_htmx.middleware import HtmxDetails
 
-from batchboard import conf, cursors, queries, schema
-from batchboard.queries import Page
+from batchboard import conf, cursors, schema
+from batchboard.explorer import queries
+from batchboard.explorer.queries import Page
 from batchboard.templatetags import batchboard as tags
 
 # Identifying parameters a job's instance list shows per row.

@@ -54,17 +54,16 @@ from batchboard.models import (
     StepExecution,
     StepPartition,
 )
-
-MIN_PAGE_SIZE = 1
-MAX_PAGE_SIZE = 500
-MAX_RESPONSE_BYTES = 262144
-MIN_UNRESOLVED_AGE = 60
-# Thirty days: a bound far beyond any useful staleness, so that the interval
-# arithmetic can never overflow a timestamp.
-MAX_UNRESOLVED_AGE = 30 * 24 * 3600
-STRIP_LENGTH = 12
-ATTENTION_LIMIT = 10
-RUNNING_LIMIT = 1000
+from batchboard.vocabulary import (
+    ATTENTION_LIMIT,
+    MAX_PAGE_SIZE,
+    MAX_RESPONSE_BYTES,
+    MAX_UNRESOLVED_AGE,
+    MIN_PAGE_SIZE,
+    MIN_UNRESOLVED_AGE,
+    RUNNING_LIMIT,
+    STRIP_LENGTH,
+)
 
 
 class ExplorerInputError(ValueError):
@@ -264,9 +263,7 @@ def _values_rows(
                 and param == stand_in
             ]
             slots.append(found[0] if found else None)
-        complete = {slot for slot in slots if slot is not None} == set(
-            range(len(args))
-        )
+        complete = {slot for slot in slots if slot is not None} == set(range(len(args)))
         _STATEMENTS[key] = (sql, slots, list(params), names) if complete else None
     statement = _STATEMENTS[key]
     if statement is None:
@@ -505,9 +502,9 @@ def job_names(page_size: int, token: str | None = None) -> Page:
             _max_id(JobDefinition.objects.all()),
             next(given) if window.ceiling is not None else None,
         )
-        return (
-            queryset.order_by("job_name").values(*fields).distinct()
-        )[: window.page_size]
+        return (queryset.order_by("job_name").values(*fields).distinct())[
+            : window.page_size
+        ]
 
     shape = (
         "job_names",
@@ -984,9 +981,7 @@ def execution(execution_id: int) -> dict[str, Any] | None:
                 definition_revision=F("definition__definition_revision"),
                 manifest_format=F("definition__manifest_format"),
                 manifest_digest=F("definition__manifest_digest"),
-                upgrade_from_revision=F(
-                    "upgrade_from_definition__definition_revision"
-                ),
+                upgrade_from_revision=F("upgrade_from_definition__definition_revision"),
                 context_size=_stored_size("context_payload", "ob_job_execution"),
             )
             .values(

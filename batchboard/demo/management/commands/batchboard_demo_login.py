@@ -119,4 +119,3 @@ def _reset_user(username: str, password: str, *, staff: bool) -> Any:
     user.set_password(password)
     user.save()
     return user
-

@@ -27,7 +27,8 @@ from django.template import engines
 from django.test import RequestFactory
 from django.urls import reverse
 
-from batchboard import conf, cursors, views
+from batchboard import conf, cursors
+from batchboard.explorer import views
 from batchboard.models import JobExecution
 
 PAGE_SIZE = 50
@@ -148,9 +149,7 @@ def _strict_keyset_view(request: HttpRequest) -> HttpResponse:
             for pk, status, created in cursor.fetchall()
         ]
     return HttpResponse(
-        _strict_template().render(
-            {"rows": rows, "next": rows[-1][0] if rows else None}
-        )
+        _strict_template().render({"rows": rows, "next": rows[-1][0] if rows else None})
     )
 
 

@@ -30,8 +30,8 @@ from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import resolve, reverse
 
-from batchboard import admin as batchboard_admin
 from batchboard import conf, cursors
+from batchboard.admin import registrations as batchboard_admin
 
 #: Both pages list this many rows, the admin's ``list_per_page``.
 PAGE_SIZE = batchboard_admin.ReadOnlyAdmin.list_per_page

@@ -1,0 +1,1 @@
+"""The operator console: confirmation dialogs and results of operator actions."""

@@ -1,0 +1,1 @@
+"""The read-only explorer: pages, fragments and keyset pagination."""

@@ -1,0 +1,164 @@
+"""
+batchboard's words and bounds, each defined once.
+
+The closed value sets of the metadata schema come from the frozen schema
+description (:mod:`batchboard.schema.v4`), which is where oxide-batch's
+contract fixes them; the sets batchboard derives from them and batchboard's
+own words (actions, authorization classes, reason codes, outcomes) and
+bounds (identifiers, page sizes, ages) are defined here. Every other module
+imports them from this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from django.utils.translation import gettext_lazy as _
+
+from batchboard.schema.v4 import (
+    AUTHORIZATION_CLASSES,
+    FAILURE_CATEGORIES,
+    FINISHED,
+    OUTCOME_CLASSES,
+    REJECTION_CODES,
+    STATUSES,
+    UNRESOLVED,
+)
+
+__all__ = [
+    "ABANDON",
+    "ACTION_CLASSES",
+    "ACTIVE",
+    "APPLIED",
+    "APPLY_PURGE",
+    "ATTENTION_LIMIT",
+    "AUTHORIZATION_CLASSES",
+    "DESTRUCTIVE",
+    "FAILURE_CATEGORIES",
+    "FINISHED",
+    "HOLD",
+    "LIFECYCLE",
+    "MAX_BIGINT",
+    "MAX_PAGE_SIZE",
+    "MAX_RESPONSE_BYTES",
+    "MAX_UNRESOLVED_AGE",
+    "MIN_PAGE_SIZE",
+    "MIN_UNRESOLVED_AGE",
+    "OUTCOME_CLASSES",
+    "PLAN_PURGE",
+    "PROPOSE_RECOVERY",
+    "READ",
+    "REASON_CODES",
+    "RECOVER",
+    "REJECTED",
+    "REJECTION_CODES",
+    "RELEASE_HOLD",
+    "REPLAYED",
+    "RUNNING_LIMIT",
+    "STATUSES",
+    "STOP",
+    "STRIP_LENGTH",
+    "UNRESOLVED",
+    "Reason",
+    "reasons_for",
+]
+
+# -- bounds --------------------------------------------------------------------
+
+#: The largest PostgreSQL ``bigint``: every identity, version and counter of
+#: the schema lies in 0..MAX_BIGINT (identities start at 1).
+MAX_BIGINT: Final = 2**63 - 1
+
+#: Rows per explorer page: the request's ``size`` must lie in this range.
+MIN_PAGE_SIZE: Final = 1
+MAX_PAGE_SIZE: Final = 500
+#: An explorer response stops adding rows once their estimated stored size
+#: passes this many bytes (oxide-batch's page budget).
+MAX_RESPONSE_BYTES: Final = 262_144
+#: The unresolved page's age filter, in seconds: at least a minute, at most
+#: thirty days (so interval arithmetic can never overflow a timestamp).
+MIN_UNRESOLVED_AGE: Final = 60
+MAX_UNRESOLVED_AGE: Final = 30 * 24 * 3600
+#: Latest executions shown per job on the overview.
+STRIP_LENGTH: Final = 12
+#: Recent failures listed on the overview's attention panel.
+ATTENTION_LIMIT: Final = 10
+#: Running executions counted per job on the overview before "1000+".
+RUNNING_LIMIT: Final = 1000
+
+# -- statuses ------------------------------------------------------------------
+
+#: Unresolved statuses an owner may still be moving (UNKNOWN is not one).
+ACTIVE: Final = ("STARTING", "STARTED", "STOPPING")
+
+# -- operator actions and authorization ----------------------------------------
+
+STOP: Final = "STOP"
+ABANDON: Final = "ABANDON"
+RECOVER: Final = "RECOVER"
+HOLD: Final = "HOLD"
+RELEASE_HOLD: Final = "RELEASE_HOLD"
+APPLY_PURGE: Final = "APPLY_PURGE"
+#: Reads that belong to an action's workflow but change nothing.
+PLAN_PURGE: Final = "PLAN_PURGE"
+PROPOSE_RECOVERY: Final = "PROPOSE_RECOVERY"
+
+READ: Final = "READ"
+LIFECYCLE: Final = "LIFECYCLE"
+DESTRUCTIVE: Final = "DESTRUCTIVE"
+
+#: The authorization class each action needs (spec 4.1).
+ACTION_CLASSES: Final[dict[str, str]] = {
+    STOP: LIFECYCLE,
+    ABANDON: DESTRUCTIVE,
+    RECOVER: DESTRUCTIVE,
+    HOLD: DESTRUCTIVE,
+    RELEASE_HOLD: DESTRUCTIVE,
+    APPLY_PURGE: DESTRUCTIVE,
+    PLAN_PURGE: READ,
+    PROPOSE_RECOVERY: READ,
+}
+
+#: How an action request ended: the two recorded outcome classes, and a
+#: replay of an operation id already recorded.
+APPLIED: Final = "APPLIED"
+REJECTED: Final = "REJECTED"
+REPLAYED: Final = "REPLAYED"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One reason an operator may give, and the actions it applies to."""
+
+    code: str
+    label: Any
+    actions: tuple[str, ...]
+
+
+#: The reasons operators pick from, per action. Add a reason here (never in a
+#: form) to offer it; the service refuses any code not listed for the action.
+REASON_CODES: Final[tuple[Reason, ...]] = (
+    Reason("OPERATOR_DECISION", _("Operator decision"), (ABANDON, RECOVER)),
+    Reason("HOST_LOST", _("The host running it was lost"), (ABANDON, RECOVER)),
+    Reason("PROCESS_CRASHED", _("The owning process crashed"), (ABANDON, RECOVER)),
+    Reason(
+        "UNKNOWN_EFFECT",
+        _("The effect of the last commit is unknown (checked by hand)"),
+        (RECOVER,),
+    ),
+    Reason("DUPLICATE_RUN", _("Duplicate run, superseded"), (ABANDON, RECOVER)),
+    Reason("BAD_INPUT_DATA", _("Bad input data, will not be rerun"), (ABANDON,)),
+    Reason("AUDIT", _("Kept for an audit"), (HOLD,)),
+    Reason("INCIDENT_INVESTIGATION", _("Kept for an incident investigation"), (HOLD,)),
+    Reason("LEGAL_HOLD", _("Legal hold"), (HOLD,)),
+    Reason("HOLD_NO_LONGER_NEEDED", _("No longer needed"), (RELEASE_HOLD,)),
+    Reason("PLACED_IN_ERROR", _("Placed in error"), (RELEASE_HOLD,)),
+    Reason("RETENTION_POLICY", _("Retention policy"), (APPLY_PURGE,)),
+    Reason("STORAGE_PRESSURE", _("Storage pressure"), (APPLY_PURGE,)),
+)
+
+
+def reasons_for(action: str) -> list[Reason]:
+    """Return the reasons offered for ``action``, in the documented order."""
+    return [reason for reason in REASON_CODES if action in reason.actions]
