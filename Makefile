@@ -5,6 +5,7 @@
 #               simulator writing live history beside the server.
 #   make test   virtual environment, then the test suite (SQLite unless
 #               DATABASE_URL names a PostgreSQL database).
+#   make check  ruff (lint and format) and mypy --strict over batchboard/.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -22,7 +23,7 @@ MANAGE := $(BIN)/python manage.py
 HAS_HISTORY := import sys; from batchboard.models import JobExecution; \
 	sys.exit(0 if JobExecution.objects.exists() else 1)
 
-.PHONY: demo test venv serve
+.PHONY: demo test check venv serve
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "batchboard needs Python 3.11 or newer: run make PYTHON=python3.12 (or another 3.11+ interpreter).")'
@@ -62,3 +63,8 @@ serve:
 
 test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+check: venv
+	$(BIN)/ruff check batchboard tests
+	$(BIN)/ruff format --check batchboard tests
+	$(BIN)/mypy
