@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 
 from batchboard.digests import CanonicalWriter
+from batchboard.vocabulary import MAX_BIGINT
 
 FORMAT_VERSION = 1
 BINDING_TAG = "oxide-batch.explorer-query.v1"
@@ -29,7 +30,7 @@ CHECKSUM_BYTES = 32
 MAX_TOKEN_BYTES = 256
 MAX_NAME_BYTES = 128
 # Keys above this bound cannot be PostgreSQL bigint identities.
-MAX_KEY = 2**63 - 1
+MAX_KEY = MAX_BIGINT
 
 _TAG_IDENTITY = 1
 _TAG_ORDERED = 2
@@ -210,7 +211,7 @@ def _decode_key(rest: bytes) -> tuple[Key, bytes]:
     raise CursorInvalid
 
 
-def decode(token: str, spec: QuerySpec, page_size: int) -> tuple[Key, int]:
+def decode(token: object, spec: QuerySpec, page_size: int) -> tuple[Key, int]:
     """
     Return ``(key, ceiling)`` of a token for ``spec`` at ``page_size``.
 

@@ -10,6 +10,7 @@ here equal the ones oxide-batch computes and stores.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import struct
@@ -19,11 +20,12 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from batchboard import schema
+from batchboard.vocabulary import MAX_BIGINT
 
 ParameterKind = Literal["string", "i64", "u64", "bool"]
 PARAMETER_KINDS: tuple[ParameterKind, ...] = ("string", "i64", "u64", "bool")
 
-_I64 = (-(2**63), 2**63 - 1)
+_I64 = (-MAX_BIGINT - 1, MAX_BIGINT)
 _U64 = (0, 2**64 - 1)
 _STRING_LIMIT = 64 * 1024
 _MICROSECOND = timedelta(microseconds=1)
@@ -76,10 +78,11 @@ class CanonicalWriter:
     def flag(self, value: bool) -> CanonicalWriter:
         return self.u64(1 if value else 0)
 
-    def preimage(self) -> bytes:
+    # The method bytes() shadows the type inside the class body, hence builtins.
+    def preimage(self) -> builtins.bytes:
         return b"".join(self._parts)
 
-    def digest(self) -> bytes:
+    def digest(self) -> builtins.bytes:
         return sha256(self.preimage())
 
 

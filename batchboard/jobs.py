@@ -63,7 +63,7 @@ from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from batchboard import schema
+from batchboard import vocabulary
 from batchboard.models import JobExecution, StepExecution
 from batchboard.repository import (
     ChunkCounts,
@@ -76,6 +76,14 @@ from batchboard.repository import (
     StatePayload,
 )
 from batchboard.repository.executions import EMPTY_CONTEXT_SCHEMA
+from batchboard.repository.lifecycle import (
+    COMPLETED,
+    FAILED,
+    STARTED,
+    STARTING,
+    STOPPED,
+    STOPPING,
+)
 
 logger = logging.getLogger("batchboard.jobs")
 
@@ -405,7 +413,7 @@ class _Run:
         self.execution = control.execution
         if control.should_stop:
             raise StopRequested()
-        if control.execution.status not in ("STARTING", "STARTED"):
+        if control.execution.status not in (STARTING, STARTED):
             raise ExecutionNoLongerActive()
 
     def execute(self, *, reraise: bool) -> JobExecution:
@@ -422,24 +430,24 @@ class _Run:
         try:
             self.observe(force=True)
             self.execution = repo.transition_execution(
-                self.execution.pk, self.execution.version, "STARTED"
+                self.execution.pk, self.execution.version, STARTED
             )
             for step in self.job.steps:
                 if self._completed_before(step.name):
                     continue
                 self._run_step(step)
         except StopRequested:
-            return self._finish("STOPPED")
+            return self._finish(STOPPED)
         except KeyboardInterrupt:
-            self._finish("STOPPED")
+            self._finish(STOPPED)
             raise
         except Exception as error:
             failure = self._failure(error)
-            final = self._finish("FAILED", failure)
+            final = self._finish(FAILED, failure)
             if reraise:
                 raise
             return final
-        return self._finish("COMPLETED")
+        return self._finish(COMPLETED)
 
     def _completed_before(self, name: str) -> bool:
         latest = (
@@ -452,31 +460,31 @@ class _Run:
             .values_list("status", flat=True)
             .first()
         )
-        return latest == "COMPLETED"
+        return latest == COMPLETED
 
     def _run_step(self, step: _Step) -> None:
         repo = self.repo
         row = repo.create_flow_step(self.execution.pk, step.name, step.name)
-        row = repo.transition_step(row.pk, row.version, "STARTED")
+        row = repo.transition_step(row.pk, row.version, STARTED)
         context = StepContext(self, row)
         try:
             step.function(context)
         except (StopRequested, KeyboardInterrupt):
-            self._end_step(context, "STOPPED")
+            self._end_step(context, STOPPED)
             raise
         except Exception as error:
-            self._end_step(context, "FAILED", self._failure(error, step=step.name))
+            self._end_step(context, FAILED, self._failure(error, step=step.name))
             raise
-        self._end_step(context, "COMPLETED")
+        self._end_step(context, COMPLETED)
 
     def _failure(self, error: BaseException, *, step: str | None = None) -> Failure:
         cached = getattr(error, "_batchboard_failure", None)
         if isinstance(cached, Failure):
             return cached
         category = self.job.classify(error)
-        if category not in schema.FAILURE_CATEGORIES:
+        if category not in vocabulary.FAILURE_CATEGORIES:
             category = "USER_COMPONENT"
-        failure = Failure(category, secrets.randbelow(2**63 - 1) + 1)
+        failure = Failure(category, secrets.randbelow(vocabulary.MAX_BIGINT) + 1)
         # Only the exception's type is logged: its message may hold data.
         logger.error(
             "batchboard job %s: execution %s failed%s with %s, %s, failure id %s",
@@ -498,13 +506,13 @@ class _Run:
     ) -> None:
         try:
             row = self.repo.get_step(context.row.pk)
-            if row.status == "STARTING":
+            if row.status == STARTING:
                 # A step may stop or fail before it ever started.
-                if status == "STOPPED":
-                    row = self.repo.transition_step(row.pk, row.version, "STOPPING")
-                elif status == "COMPLETED":
-                    row = self.repo.transition_step(row.pk, row.version, "STARTED")
-            if row.status not in schema.FINISHED:
+                if status == STOPPED:
+                    row = self.repo.transition_step(row.pk, row.version, STOPPING)
+                elif status == COMPLETED:
+                    row = self.repo.transition_step(row.pk, row.version, STARTED)
+            if row.status not in vocabulary.FINISHED:
                 row = self.repo.transition_step(
                     row.pk, row.version, status, failure=failure
                 )
@@ -523,7 +531,7 @@ class _Run:
         repo = self.repo
         try:
             execution = self.refresh()
-            if execution.status not in ("STARTING", "STARTED", "STOPPING"):
+            if execution.status not in vocabulary.ACTIVE:
                 # Someone else (a recovery) already decided this execution.
                 logger.warning(
                     "batchboard job %s: execution %s is %s; leaving it as it is",
@@ -532,12 +540,12 @@ class _Run:
                     execution.status,
                 )
                 return execution
-            if execution.status == "STOPPING" and status == "COMPLETED":
+            if execution.status == STOPPING and status == COMPLETED:
                 # A stop observed after the last commit still wins.
-                status = "STOPPED"
-            if execution.status == "STARTING" and status != "FAILED":
+                status = STOPPED
+            if execution.status == STARTING and status != FAILED:
                 execution = repo.transition_execution(
-                    execution.pk, execution.version, "STOPPING"
+                    execution.pk, execution.version, STOPPING
                 )
             execution = repo.transition_execution(
                 execution.pk, execution.version, status, failure=failure

@@ -16,7 +16,6 @@ recording history on its own clock runs the actions inside
 
 from __future__ import annotations
 
-from batchboard.actions._db import back_dated
 from batchboard.actions.envelope import (
     ServiceActor,
     actor_ref_for,
@@ -51,6 +50,7 @@ from batchboard.actions.retention import (
     plan_purge,
     release_hold,
 )
+from batchboard.db import back_dated
 from batchboard.vocabulary import (
     APPLIED,
     REASON_CODES,

@@ -42,11 +42,8 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import schema
 from batchboard.actions.results import InvalidRequest
-from batchboard.vocabulary import (
-    reasons_for,
-)
+from batchboard.vocabulary import AUTHORIZATION_CLASSES, reasons_for
 
 ACTOR_REF_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
 OPERATION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -118,7 +115,7 @@ class ServiceActor:
                 _("A service actor's reference may not start with user: or uid:.")
             )
         granted = frozenset(classes)
-        if not granted <= set(schema.AUTHORIZATION_CLASSES):
+        if not granted <= set(AUTHORIZATION_CLASSES):
             raise InvalidRequest(_("A service actor names an unknown class."))
         object.__setattr__(self, "actor_ref", actor_ref)
         object.__setattr__(self, "classes", granted)

@@ -34,11 +34,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import DatabaseError
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import schema, vocabulary
-from batchboard.actions import _db, envelope, permissions, recovery
+from batchboard import db, vocabulary
+from batchboard.actions import envelope, permissions, recovery, unit
 from batchboard.actions.results import (
     ActionResult,
     EvidenceStale,
@@ -52,11 +51,19 @@ from batchboard.models import JobExecution, OperatorRequest, RecoveryDecision
 from batchboard.repository import JobRepository
 from batchboard.repository.errors import (
     IllegalTransition,
-    RepositoryError,
     RestartRequiresNewAttempt,
     StaleVersion,
 )
-from batchboard.vocabulary import APPLIED, REJECTED, REPLAYED
+from batchboard.repository.lifecycle import (
+    ABANDONED,
+    FAILED,
+    STARTED,
+    STARTING,
+    STOPPED,
+    STOPPING,
+    UNKNOWN,
+)
+from batchboard.vocabulary import APPLIED, MAX_BIGINT, REJECTED, REPLAYED
 
 _LOCKED_FIELDS = (
     "id",
@@ -76,7 +83,7 @@ class Rejection(Exception):
     """A guard refused the request; recorded as REJECTED with ``code``."""
 
     def __init__(self, code: str) -> None:
-        assert code in schema.REJECTION_CODES
+        assert code in vocabulary.REJECTION_CODES
         self.code = code
         super().__init__(code)
 
@@ -108,6 +115,17 @@ class Effect:
     changed: bool
 
 
+def not_before(moment: datetime, *bounds: datetime | None) -> datetime:
+    """
+    Return ``moment``, or the latest of ``bounds`` if that is later.
+
+    The schema requires ``updated_at``/``ended_at`` not to precede the times
+    already recorded; when this host's clock is behind the runtime's, the
+    recorded time is used rather than failing the check constraint.
+    """
+    return max([moment, *(bound for bound in bounds if bound is not None)])
+
+
 def _result(row: OperatorRequest, outcome: str, changed: bool) -> ActionResult:
     return ActionResult(
         outcome=outcome,
@@ -128,7 +146,7 @@ def _result(row: OperatorRequest, outcome: str, changed: bool) -> ActionResult:
 def _probe(request: Request) -> ActionResult | None:
     """Return the recorded outcome as REPLAYED, or None if the id is new."""
     row = (
-        OperatorRequest.objects.using(_db.alias())
+        OperatorRequest.objects.using(db.alias())
         .filter(action=request.action, operation_id=request.operation_id)
         .first()
     )
@@ -142,7 +160,7 @@ def _probe(request: Request) -> ActionResult | None:
 def _audit(
     request: Request, at: datetime, effect: Effect | None, code: str | None
 ) -> OperatorRequest:
-    return OperatorRequest.objects.using(_db.alias()).create(
+    return OperatorRequest.objects.using(db.alias()).create(
         job_instance_id=effect.instance_id if effect else None,
         job_execution_id=request.execution_id,
         action=request.action,
@@ -164,7 +182,7 @@ def _run(
     request: Request, effect: Callable[[JobExecution, datetime], Effect]
 ) -> ActionResult:
     """Run one request through the replay, effect and audit protocol."""
-    with _db.writing(_db.OPERATOR):
+    with unit.writing(db.OPERATOR):
         return _protocol(request, effect)
 
 
@@ -174,11 +192,11 @@ def _protocol(
     replay = _probe(request)
     if replay is not None:
         return replay
-    at = _db.now()
+    at = db.now()
 
     def apply() -> ActionResult:
         execution = (
-            JobExecution.objects.using(_db.alias())
+            JobExecution.objects.using(db.alias())
             .select_for_update()
             .only(*_LOCKED_FIELDS)
             .filter(pk=request.execution_id)
@@ -191,12 +209,7 @@ def _protocol(
         return _result(row, APPLIED, changed=done.changed)
 
     try:
-        return _db.settle(
-            request.operation_id,
-            apply,
-            lambda: _probe(request),
-            errors=(DatabaseError, RepositoryError),
-        )
+        return unit.settle(request.operation_id, apply, lambda: _probe(request))
     except Rejection as rejection:
         return _reject(request, at, rejection.code)
 
@@ -207,13 +220,13 @@ def _reject(request: Request, at: datetime, code: str) -> ActionResult:
     def record() -> ActionResult:
         return _result(_audit(request, at, None, code), REJECTED, changed=False)
 
-    return _db.settle(request.operation_id, record, lambda: _probe(request))
+    return unit.settle(request.operation_id, record, lambda: _probe(request))
 
 
 def _compare_and_swap(execution: JobExecution, **values: Any) -> None:
     """Update the locked row if its version is unchanged, else reject."""
     updated = (
-        JobExecution.objects.using(_db.alias())
+        JobExecution.objects.using(db.alias())
         .filter(pk=execution.pk, version=execution.version)
         .update(**values)
     )
@@ -257,7 +270,7 @@ def _ids(execution_id: object, expected_version: object) -> tuple[int, int]:
         raise InvalidRequest(
             _("The execution id and version must be numbers.")
         ) from error
-    if ident <= 0 or version < 0 or version > 2**63 - 1 or ident > 2**63 - 1:
+    if not (0 < ident <= MAX_BIGINT and 0 <= version <= MAX_BIGINT):
         raise InvalidRequest(_("The execution id or version is out of range."))
     return ident, version
 
@@ -292,17 +305,17 @@ def stop_execution(
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         status = execution.status
-        if status in ("STARTING", "STARTED"):
+        if status in (STARTING, STARTED):
             if execution.version != version:
                 raise Rejection("OPTIMISTIC_CONFLICT")
             _compare_and_swap(
                 execution,
                 stop_requested_at=at,
                 stop_requested_by=request.actor_ref,
-                updated_at=_db.not_before(at, execution.updated_at),
+                updated_at=not_before(at, execution.updated_at),
             )
             return Effect(execution.job_instance_id, status, status, changed=True)
-        if status == "STOPPING" or status in schema.FINISHED:
+        if status == STOPPING or status in vocabulary.FINISHED:
             return Effect(execution.job_instance_id, status, status, changed=False)
         raise Rejection("INVALID_STATE")
 
@@ -342,19 +355,19 @@ def abandon_execution(
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         status = execution.status
-        if status == "ABANDONED":
+        if status == ABANDONED:
             return Effect(execution.job_instance_id, status, status, changed=False)
-        if status == "UNKNOWN":
+        if status == UNKNOWN:
             decided = (
-                RecoveryDecision.objects.using(_db.alias())
+                RecoveryDecision.objects.using(db.alias())
                 .filter(job_execution_id=execution.pk)
                 .exists()
             )
             if not decided:
                 raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
-        elif status not in ("STOPPED", "FAILED"):
+        elif status not in (STOPPED, FAILED):
             raise Rejection("INVALID_STATE")
-        moment = _db.not_before(
+        moment = not_before(
             at,
             execution.created_at,
             execution.started_at,
@@ -365,14 +378,14 @@ def abandon_execution(
         # the failure and an existing end time and bumps the version. It
         # nests as a savepoint in this transaction, under the row lock.
         try:
-            JobRepository(using=_db.alias()).transition_execution(
-                execution.pk, version, "ABANDONED", at=moment
+            JobRepository(using=db.alias()).transition_execution(
+                execution.pk, version, ABANDONED, at=moment
             )
         except StaleVersion as error:
             raise Rejection("OPTIMISTIC_CONFLICT") from error
         except (IllegalTransition, RestartRequiresNewAttempt) as error:
             raise Rejection("INVALID_STATE") from error
-        return Effect(execution.job_instance_id, status, "ABANDONED", changed=True)
+        return Effect(execution.job_instance_id, status, ABANDONED, changed=True)
 
     return _run(request, effect)
 
@@ -395,27 +408,27 @@ class Directive:
 
     @classmethod
     def mark_failed(cls, category: str, failure_id: int) -> Directive:
-        return cls("FAILED", category, failure_id)
+        return cls(FAILED, category, failure_id)
 
     @classmethod
     def abandon(cls) -> Directive:
-        return cls("ABANDONED")
+        return cls(ABANDONED)
 
     def validated(self) -> Directive:
-        if self.resulting_status == "ABANDONED":
+        if self.resulting_status == ABANDONED:
             return Directive.abandon()
-        if self.resulting_status != "FAILED":
+        if self.resulting_status != FAILED:
             raise InvalidRequest(_("The directive must be mark failed or abandon."))
         category = str(self.category or "").upper()
-        if category not in schema.FAILURE_CATEGORIES:
+        if category not in vocabulary.FAILURE_CATEGORIES:
             raise InvalidRequest(_("Pick a failure category from the list."))
         try:
             failure_id = int(self.failure_id)  # type: ignore[arg-type]
         except (TypeError, ValueError) as error:
             raise InvalidRequest(_("The failure id must be a number.")) from error
-        if not 0 < failure_id <= 2**63 - 1:
+        if not 0 < failure_id <= MAX_BIGINT:
             raise InvalidRequest(_("The failure id must be a positive number."))
-        return Directive("FAILED", category, failure_id)
+        return Directive(FAILED, category, failure_id)
 
 
 def recover_execution(
@@ -423,7 +436,7 @@ def recover_execution(
     user: Any,
     execution_id: int,
     expected_version: int | str | None,
-    evidence_digest: bytes,
+    evidence_digest: object,
     unknown_commit: bool,
     directive: Directive,
     reason_code: str,
@@ -446,9 +459,10 @@ def recover_execution(
     directive = directive.validated()
     if not isinstance(evidence_digest, bytes | bytearray) or len(evidence_digest) != 32:
         raise InvalidRequest(_("The evidence digest must be 32 bytes."))
+    evidence = bytes(evidence_digest)
     argument = RecoveryArgument(
         resulting_status=directive.resulting_status,  # type: ignore[arg-type]
-        evidence_digest=bytes(evidence_digest),
+        evidence_digest=evidence,
         unknown_commit=bool(unknown_commit),
         category=directive.category,
         # validated() made it an int (or None for abandon).
@@ -470,23 +484,23 @@ def recover_execution(
         # Re-propose under the lock: the evidence compared is the evidence
         # the decision is taken on. A back-dated writer decides at its own
         # moment, which propose() bounds by the server's clock.
-        back_dated = _db.back_dated_now() is not None
+        back_dated = db.back_dated_now() is not None
         proposal = recovery.propose(ident, as_of=at if back_dated else None)
-        if proposal.digest != bytes(
-            evidence_digest
-        ) or proposal.evidence.unknown_commit != bool(unknown_commit):
+        if proposal.digest != evidence or proposal.evidence.unknown_commit != bool(
+            unknown_commit
+        ):
             raise EvidenceStale()
         if (
             unknown_commit
-            and directive.resulting_status == "FAILED"
+            and directive.resulting_status == FAILED
             and reason != "UNKNOWN_EFFECT"
         ):
             raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
-        if execution.status not in schema.UNRESOLVED:
+        if execution.status not in vocabulary.UNRESOLVED:
             raise Rejection("INVALID_STATE")
         if not proposal.is_candidate:
             raise NotRecoverable(proposal.verdict_text())
-        decided_at = _db.not_before(
+        decided_at = not_before(
             at, execution.created_at, execution.started_at, execution.updated_at
         )
         _compare_and_swap(
@@ -498,14 +512,14 @@ def recover_execution(
             failure_id=directive.failure_id,
             version=version + 1,
         )
-        RecoveryDecision.objects.using(_db.alias()).create(
+        RecoveryDecision.objects.using(db.alias()).create(
             job_execution_id=ident,
             execution_version=version,
             prior_status=execution.status,
             resulting_status=directive.resulting_status,
             reason_code=reason,
             operator_reference=request.actor_ref,
-            evidence_digest=bytes(evidence_digest),
+            evidence_digest=evidence,
             decided_at=decided_at,
         )
         return Effect(

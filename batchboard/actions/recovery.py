@@ -8,7 +8,7 @@ the owner of an execution: a recorded owner token is always another
 process's (``OTHER_PROCESS``).
 
 A writer replaying history (the demo seeder, inside
-:func:`batchboard.actions._db.back_dated`) decides at a past moment. Its
+:func:`batchboard.db.back_dated`) decides at a past moment. Its
 proposal is measured ``as_of`` that moment, which must not be later than
 the server's clock: an execution idle for longer than the threshold at an
 earlier moment is idle for longer still by the server's clock, so ``as_of``
@@ -24,8 +24,7 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import conf, schema
-from batchboard.actions import _db
+from batchboard import conf, db, vocabulary
 from batchboard.actions.results import InvalidRequest, TargetNotFound
 from batchboard.digests import (
     CheckpointDescriptor,
@@ -34,6 +33,7 @@ from batchboard.digests import (
     epoch_ms,
     evidence_digest,
 )
+from batchboard.repository.lifecycle import UNKNOWN
 
 MIN_STALE_SECONDS = 60
 MAX_STALE_SECONDS = 24 * 3600
@@ -165,7 +165,7 @@ class RecoveryProposal:
         """Return why the execution is or is not a recovery candidate."""
         status = self.evidence.status
         if self.verdict == CANDIDATE:
-            if status == "UNKNOWN":
+            if status == UNKNOWN:
                 return str(_("UNKNOWN executions are always recovery candidates."))
             return str(
                 _("No update for %(age)s s, more than the %(limit)s s threshold.")
@@ -213,7 +213,7 @@ def snapshot(execution_id: int) -> tuple[RecoveryEvidence, int]:
     Return the evidence and the database server's time in milliseconds;
     raise TargetNotFound if the execution does not exist.
     """
-    connection = _db.connection()
+    connection = db.connection()
     sql = _SQL.format(**_VENDOR.get(connection.vendor, _VENDOR["postgresql"]))
     with connection.cursor() as cursor:
         cursor.execute(sql, [execution_id])
@@ -285,9 +285,9 @@ def propose(execution_id: int, *, as_of: datetime | None = None) -> RecoveryProp
     measured_ms = server_ms if as_of_ms is None else as_of_ms
     if evidence.updated_at_ms > measured_ms:
         verdict = CLOCK_EVIDENCE_UNUSABLE
-    elif evidence.status == "UNKNOWN":
+    elif evidence.status == UNKNOWN:
         verdict = CANDIDATE
-    elif evidence.status in schema.UNRESOLVED:
+    elif evidence.status in vocabulary.UNRESOLVED:
         inactive = measured_ms - evidence.updated_at_ms
         verdict = CANDIDATE if inactive > threshold * 1000 else NOT_STALE
     else:

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.utils.translation import gettext_lazy as _
 
+from batchboard import db
 from batchboard.vocabulary import REJECTED, REPLAYED
 
 # Operator-facing explanations of the rejection codes an action can record.
@@ -109,13 +110,21 @@ class ActionResult:
 
 
 class ActionError(Exception):
-    """An action could not be decided; ``message`` is for the operator."""
+    """
+    An action could not be decided; ``message`` is for the operator.
+
+    A subclass words its message once in ``text``, a translatable template
+    that the facts given to the constructor fill in (``%(name)s``); the
+    message is translated when the error is raised.
+    """
 
     #: Short machine-readable name, shown beside the message.
     code = "ACTION_ERROR"
+    text: Any = _("The action could not be decided.")
 
-    def __init__(self, message: Any) -> None:
-        self.message = str(message)
+    def __init__(self, message: Any = None, **facts: Any) -> None:
+        text = self.text if message is None else message
+        self.message = str(text % facts if facts else text)
         super().__init__(self.message)
 
 
@@ -129,76 +138,69 @@ class OperationIdConflict(ActionError):
     """The operation id was already used for a different request."""
 
     code = "OPERATION_ID_CONFLICT"
+    text = _(
+        "Operation id %(id)s was already used for a different request; "
+        "nothing was done. Reload the page to get a fresh form."
+    )
 
     def __init__(self, operation_id: str) -> None:
-        super().__init__(
-            _(
-                "Operation id %(id)s was already used for a different request; "
-                "nothing was done. Reload the page to get a fresh form."
-            )
-            % {"id": operation_id}
-        )
+        super().__init__(id=operation_id)
 
 
 class OperationOutcomeUnknown(ActionError):
     """The commit failed or its result was lost: the outcome is unknown."""
 
     code = "OPERATION_OUTCOME_UNKNOWN"
+    text = _(
+        "The database did not confirm operation %(id)s, so its outcome "
+        "is unknown. Submit the same form again: the same operation id "
+        "will report the recorded outcome, or act if nothing was recorded."
+    )
 
     def __init__(self, operation_id: str) -> None:
-        super().__init__(
-            _(
-                "The database did not confirm operation %(id)s, so its outcome "
-                "is unknown. Submit the same form again: the same operation id "
-                "will report the recorded outcome, or act if nothing was recorded."
-            )
-            % {"id": operation_id}
-        )
+        super().__init__(id=operation_id)
 
 
-class ConcurrentModification(ActionError):
-    """A concurrent writer changed the rows the action depended on."""
+class ConcurrentModification(db.ConcurrentModification, ActionError):
+    """
+    A concurrent writer changed the rows the action depended on.
 
-    code = "CONCURRENT_MODIFICATION"
+    The unit of work's :class:`batchboard.db.ConcurrentModification`, told
+    to the operator: catching either class catches it.
+    """
+
+    text = _(
+        "The metadata changed while the action ran and nothing was "
+        "recorded. Reload the page and try again."
+    )
 
     def __init__(self) -> None:
-        super().__init__(
-            _(
-                "The metadata changed while the action ran and nothing was "
-                "recorded. Reload the page and try again."
-            )
-        )
+        ActionError.__init__(self)
 
 
 class TargetNotFound(ActionError):
     """The execution or instance does not exist; a refusal cannot be audited."""
 
     code = "NOT_FOUND"
+    text = _(
+        "%(what)s #%(id)s does not exist (perhaps it was purged). An "
+        "audit row must reference an existing %(what_lower)s, so this "
+        "refusal could not be recorded."
+    )
 
     def __init__(self, what: str, ident: int) -> None:
-        super().__init__(
-            _(
-                "%(what)s #%(id)s does not exist (perhaps it was purged). An "
-                "audit row must reference an existing %(what_lower)s, so this "
-                "refusal could not be recorded."
-            )
-            % {"what": what.capitalize(), "id": ident, "what_lower": what}
-        )
+        super().__init__(what=what.capitalize(), id=ident, what_lower=what)
 
 
 class EvidenceStale(ActionError):
     """The recovery evidence changed since the proposal was reviewed."""
 
     code = "RECOVERY_EVIDENCE_STALE"
-
-    def __init__(self) -> None:
-        super().__init__(
-            _(
-                "The recovery evidence changed since you reviewed the proposal "
-                "(the execution, its latest step or its markers moved on). "
-                "Nothing was recorded; review the new proposal."
-            )
-        )
+    text = _(
+        "The recovery evidence changed since you reviewed the proposal "
+        "(the execution, its latest step or its markers moved on). "
+        "Nothing was recorded; review the new proposal."
+    )
 
 
 class NotRecoverable(ActionError):
@@ -211,12 +213,10 @@ class PlanStale(ActionError):
     """A purge plan no longer matches the metadata; nothing was deleted."""
 
     code = "RETENTION_PLAN_STALE"
+    text = _(
+        "The purge plan is stale: %(detail)s Nothing was deleted and "
+        "nothing was recorded. Make a new plan and review it."
+    )
 
     def __init__(self, detail: Any) -> None:
-        super().__init__(
-            _(
-                "The purge plan is stale: %(detail)s Nothing was deleted and "
-                "nothing was recorded. Make a new plan and review it."
-            )
-            % {"detail": detail}
-        )
+        super().__init__(detail=detail)

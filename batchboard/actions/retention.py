@@ -44,11 +44,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import schema, vocabulary
-from batchboard.actions import _db, envelope, permissions
+from batchboard import db, vocabulary
+from batchboard.actions import envelope, permissions, unit
 from batchboard.actions.results import (
     ActionResult,
     InvalidRequest,
@@ -64,7 +65,7 @@ from batchboard.models import (
     RetentionAction,
     StepPartition,
 )
-from batchboard.vocabulary import APPLIED, REPLAYED
+from batchboard.vocabulary import APPLIED, MAX_BIGINT, REPLAYED
 
 MIN_AGE_SECONDS = 3600
 # A bound of batchboard's own: older thresholds fall outside the calendar
@@ -104,7 +105,7 @@ def _retention_result(
 
 def _probe(action: str, operation_id: str, **expected: Any) -> ActionResult | None:
     row = (
-        RetentionAction.objects.using(_db.alias())
+        RetentionAction.objects.using(db.alias())
         .filter(action=action, operation_id=operation_id)
         .first()
     )
@@ -126,7 +127,7 @@ def _hold(
     action: str, *, user: Any, instance_id: object, reason_code: str, operation_id: str
 ) -> ActionResult:
     permissions.require(user, action)
-    with _db.writing(_db.RETENTION):
+    with unit.writing(db.RETENTION):
         return _hold_protocol(
             action,
             user=user,
@@ -143,7 +144,7 @@ def _hold_protocol(
         ident = int(instance_id)  # type: ignore[call-overload]
     except (TypeError, ValueError) as error:
         raise InvalidRequest(_("The instance id must be a number.")) from error
-    if not 0 < ident <= 2**63 - 1:
+    if not 0 < ident <= MAX_BIGINT:
         raise InvalidRequest(_("The instance id is out of range."))
     reason = envelope.validate_reason(reason_code, action)
     op = envelope.validate_operation_id(operation_id)
@@ -152,11 +153,11 @@ def _hold_protocol(
     replay = _probe(action, op, **expected)
     if replay is not None:
         return replay
-    at = _db.now()
+    at = db.now()
 
     def apply() -> ActionResult:
         instance = (
-            JobInstance.objects.using(_db.alias())
+            JobInstance.objects.using(db.alias())
             .select_for_update()
             .only("id", "hold_actor", "hold_reason", "hold_placed_at")
             .filter(pk=ident)
@@ -170,8 +171,8 @@ def _hold_protocol(
         else:
             values = {"hold_actor": None, "hold_reason": None, "hold_placed_at": None}
             changed = instance.hold_actor is not None
-        JobInstance.objects.using(_db.alias()).filter(pk=ident).update(**values)
-        row = RetentionAction.objects.using(_db.alias()).create(
+        JobInstance.objects.using(db.alias()).filter(pk=ident).update(**values)
+        row = RetentionAction.objects.using(db.alias()).create(
             job_instance_id=ident,
             action=action,
             operation_id=op,
@@ -182,7 +183,7 @@ def _hold_protocol(
         )
         return _retention_result(row, APPLIED, changed=changed)
 
-    return _db.settle(op, apply, lambda: _probe(action, op, **expected))
+    return unit.settle(op, apply, lambda: _probe(action, op, **expected))
 
 
 def place_hold(
@@ -236,10 +237,10 @@ class PurgeCriteria:
             name = validate_name(str(job_name or ""), what="job name")
         except ParameterError as error:
             raise InvalidRequest(_("Enter a job name of 1 to 128 bytes.")) from error
-        wanted = set(statuses) if statuses is not None else set(schema.FINISHED)
+        wanted = set(statuses) if statuses is not None else set(vocabulary.FINISHED)
         if not wanted:
             raise InvalidRequest(_("Pick at least one finished status."))
-        if not wanted <= set(schema.FINISHED):
+        if not wanted <= set(vocabulary.FINISHED):
             raise InvalidRequest(_("Only finished statuses can be purged."))
         try:
             age = int(min_age_seconds)  # type: ignore[call-overload]
@@ -254,7 +255,7 @@ class PurgeCriteria:
             )
         if not 1 <= size <= MAX_BATCH:
             raise InvalidRequest(_("The batch is 1 to 1000 executions."))
-        ordered = tuple(s for s in schema.FINISHED if s in wanted)
+        ordered = tuple(s for s in vocabulary.FINISHED if s in wanted)
         return cls(name, ordered, age, size)
 
 
@@ -292,7 +293,7 @@ def parse_candidates(text: object) -> tuple[tuple[int, int, int], ...]:
         if len(parts) != 3 or not all(p.isdigit() for p in parts):
             raise InvalidRequest(_("The plan's candidate list is malformed."))
         triple = (int(parts[0]), int(parts[1]), int(parts[2]))
-        if max(triple) > 2**63 - 1:
+        if max(triple) > MAX_BIGINT:
             raise InvalidRequest(_("The plan's candidate list is malformed."))
         out.append(triple)
     if len(out) > MAX_BATCH:
@@ -306,11 +307,11 @@ def _threshold(criteria: PurgeCriteria, at: datetime) -> datetime:
 
 def _eligible(criteria: PurgeCriteria, at: datetime) -> QuerySet[JobExecution]:
     """Return the executions the survey selects (before the chain rule)."""
-    unresolved_siblings = JobExecution.objects.using(_db.alias()).filter(
-        job_instance_id=OuterRef("job_instance_id"), status__in=schema.UNRESOLVED
+    unresolved_siblings = JobExecution.objects.using(db.alias()).filter(
+        job_instance_id=OuterRef("job_instance_id"), status__in=vocabulary.UNRESOLVED
     )
     return (
-        JobExecution.objects.using(_db.alias())
+        JobExecution.objects.using(db.alias())
         .filter(
             job_instance__job_name=criteria.job_name,
             job_instance__hold_actor__isnull=True,
@@ -326,7 +327,7 @@ def _referenced(planned: set[int]) -> set[int]:
     if not planned:
         return set()
     ids = list(planned)
-    using = _db.alias()
+    using = db.alias()
     restarted = (
         JobExecution.objects.using(using)
         .filter(restart_of_execution_id__in=ids)
@@ -383,7 +384,7 @@ def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str
             f"SELECT COUNT(*) FROM ob_step_execution WHERE job_execution_id IN ({e})"
         ),
     }
-    with _db.connection().cursor() as cursor:
+    with db.connection().cursor() as cursor:
         for name, sql in statements.items():
             cursor.execute(sql, list(executions))
             counts[name] = int(cursor.fetchone()[0])
@@ -431,15 +432,15 @@ def plan_purge(
     batch: object = DEFAULT_BATCH,
 ) -> PurgePlan:
     """Survey what a purge would delete (Read); change nothing."""
-    permissions.require(user, "PLAN_PURGE")
+    permissions.require(user, vocabulary.PLAN_PURGE)
     criteria = PurgeCriteria.validated(
         job_name=job_name,
         statuses=statuses,
         min_age_seconds=min_age_seconds,
         batch=batch,
     )
-    at = _db.now()
-    with _db.atomic():
+    at = db.now()
+    with transaction.atomic(using=db.alias()):
         surveyed = list(
             _eligible(criteria, at)
             .order_by("job_instance_id", "id")
@@ -478,7 +479,7 @@ def _revalidate(
     criteria: PurgeCriteria, candidates: Sequence[tuple[int, int, int]], at: datetime
 ) -> None:
     """Lock the plan's rows and raise PlanStale unless it still holds."""
-    using = _db.alias()
+    using = db.alias()
     instances = sorted({i for i, _e, _v in candidates})
     executions = [e for _i, e, _v in candidates]
     locked_instances = {
@@ -517,7 +518,7 @@ def _revalidate(
             )
     unresolved = (
         JobExecution.objects.using(using)
-        .filter(job_instance_id__in=instances, status__in=schema.UNRESOLVED)
+        .filter(job_instance_id__in=instances, status__in=vocabulary.UNRESOLVED)
         .values_list("id", flat=True)
         .first()
     )
@@ -540,7 +541,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
     e = _in(executions)
     ids = list(executions)
     steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
-    with _db.connection().cursor() as cursor:
+    with db.connection().cursor() as cursor:
 
         def run(sql: str, params: list[int]) -> int:
             cursor.execute(sql, params)
@@ -571,7 +572,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         counts["deleted_step_executions"] = run(
             f"DELETE FROM ob_step_execution WHERE job_execution_id IN ({e})", ids
         )
-        if _db.connection().vendor == "sqlite":
+        if db.connection().vendor == "sqlite":
             # SQLite checks RESTRICT row by row, so a restart chain deleted in
             # one statement trips over itself; PostgreSQL checks at the end
             # of the statement (and the retention role may not update this
@@ -647,7 +648,7 @@ def apply_purge(
         "plan_digest": reviewed,
         "batch_bound": criteria.batch,
     }
-    with _db.writing(_db.RETENTION):
+    with unit.writing(db.RETENTION):
         return _purge_protocol(
             user, criteria, candidates, reviewed, reason, op, expected
         )
@@ -666,12 +667,12 @@ def _purge_protocol(
     if replay is not None:
         return replay
     actor = envelope.actor_ref_for(user)
-    at = _db.now()
+    at = db.now()
 
     def apply() -> ActionResult:
         _revalidate(criteria, candidates, at)
         counts = _delete(candidates)
-        row = RetentionAction.objects.using(_db.alias()).create(
+        row = RetentionAction.objects.using(db.alias()).create(
             job_instance_id=None,
             action=vocabulary.APPLY_PURGE,
             operation_id=op,
@@ -689,7 +690,7 @@ def _purge_protocol(
         return _probe(vocabulary.APPLY_PURGE, op, **expected)
 
     try:
-        return _db.settle(op, apply, reprobe)
+        return unit.settle(op, apply, reprobe)
     except PlanStale:
         # A concurrent submission of the same form may have purged the
         # plan first: then this one is its replay, not a stale plan.

@@ -74,9 +74,7 @@ def cas_transition(
         to_status=to_status,
         at=at,
     )
-    kept = failure or (
-        Failure(row.failure_category, row.failure_id) if row.failure_category else None
-    )
+    kept = failure or Failure.recorded(row.failure_category, row.failure_id)
     values: dict[str, Any] = {
         "status": to_status,
         "failure_category": kept.category if kept else None,

@@ -169,12 +169,12 @@ class DefinitionsMixin(RepositoryBase):
             for wanted in (from_definition_id, to_definition_id):
                 if wanted not in rows:
                     raise DefinitionNotFound(wanted)
-            source, target = rows[from_definition_id], rows[to_definition_id]
-            if source.job_name != target.job_name:
+            old, new = rows[from_definition_id], rows[to_definition_id]
+            if old.job_name != new.job_name:
                 raise InvalidDefinitionUpgrade(
                     "the definitions belong to different jobs"
                 )
-            if bytes(source.manifest_digest) == bytes(target.manifest_digest):
+            if bytes(old.manifest_digest) == bytes(new.manifest_digest):
                 raise InvalidDefinitionUpgrade("the definitions have the same manifest")
             edges = DefinitionUpgrade.objects.using(self.alias)
             existing = edges.filter(

@@ -29,7 +29,6 @@ from batchboard.repository.errors import (
     ExecutionOwned,
     ExecutionOwnershipNotAllowed,
     IncompatibleDefinition,
-    InvalidArgument,
     JobExecutionNotFound,
     JobInstanceNotFound,
     StaleVersion,
@@ -39,13 +38,14 @@ from batchboard.repository.lifecycle import (
     ABANDONED,
     COMPLETED,
     FAILED,
+    FINISHED,
     STARTED,
     STARTING,
     STOPPED,
     STOPPING,
     Failure,
 )
-from batchboard.repository.validation import check_code, check_name
+from batchboard.repository.validation import check_bytes, check_code, check_name
 
 #: The context every new execution and step starts with (spec 7.3).
 EMPTY_CONTEXT_SCHEMA = "oxide_batch.empty.v1"
@@ -73,10 +73,10 @@ class ExecutionControl:
         return self.execution.status == STOPPING
 
 
-def _check_token(token: bytes) -> bytes:
-    if not isinstance(token, bytes | bytearray) or len(token) != OWNER_TOKEN_BYTES:
-        raise InvalidArgument(f"an owner token is exactly {OWNER_TOKEN_BYTES} bytes")
-    return bytes(token)
+def _check_token(token: object) -> bytes:
+    return check_bytes(
+        token, OWNER_TOKEN_BYTES, f"an owner token is exactly {OWNER_TOKEN_BYTES} bytes"
+    )
 
 
 class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
@@ -188,12 +188,7 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
             # one-unresolved index or the attempt number caught it): report
             # what that writer left, as the lock would have.
             current = self.latest_execution(instance_id)
-            if current is not None and current.status not in (
-                STOPPED,
-                FAILED,
-                COMPLETED,
-                ABANDONED,
-            ):
+            if current is not None and current.status not in FINISHED:
                 raise ExecutionAlreadyActive(
                     instance_id, current.pk, current.status
                 ) from None

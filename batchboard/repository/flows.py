@@ -22,7 +22,8 @@ from batchboard.repository.errors import (
     JobExecutionNotFound,
 )
 from batchboard.repository.partitions import PartitionsMixin
-from batchboard.repository.validation import check_code, check_name
+from batchboard.repository.validation import check_bytes, check_code, check_name
+from batchboard.vocabulary import MAX_BIGINT
 
 FLOW_FORMATS = (2, 3)
 # The manifest node kinds each transition kind may leave from.
@@ -164,8 +165,7 @@ class FlowsMixin(PartitionsMixin):
         check_name(source_node_id, "source node id")
         check_code(observed_outcome, "observed outcome")
         for digest in (plan_fingerprint, input_digest):
-            if not isinstance(digest, bytes) or len(digest) != 32:
-                raise InvalidArgument("fingerprints and input digests are 32 bytes")
+            check_bytes(digest, 32, "fingerprints and input digests are 32 bytes")
         with self.unit():
             execution = (
                 JobExecution.objects.using(self.alias)
@@ -226,7 +226,7 @@ class FlowsMixin(PartitionsMixin):
                 sequence = (
                     decisions.filter(job_execution_id=job_execution_id).count() + 1
                 )
-            elif isinstance(sequence, bool) or not 1 <= sequence < 2**63:
+            elif isinstance(sequence, bool) or not 1 <= sequence <= MAX_BIGINT:
                 raise InvalidArgument("a decision sequence is a positive integer")
             try:
                 with self.savepoint():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from batchboard import schema
+from batchboard import vocabulary
 from batchboard.repository.errors import (
     FailedTransitionMissingFailure,
     IllegalTransition,
@@ -28,9 +28,9 @@ COMPLETED = "COMPLETED"
 ABANDONED = "ABANDONED"
 UNKNOWN = "UNKNOWN"
 
-ACTIVE = frozenset({STARTING, STARTED, STOPPING})
-UNRESOLVED = frozenset(schema.UNRESOLVED)
-FINISHED = frozenset(schema.FINISHED)
+ACTIVE = frozenset(vocabulary.ACTIVE)
+UNRESOLVED = frozenset(vocabulary.UNRESOLVED)
+FINISHED = frozenset(vocabulary.FINISHED)
 
 #: The legal in-place transitions; anything else is illegal.
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -43,8 +43,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     COMPLETED: frozenset(),
     ABANDONED: frozenset(),
 }
-
-_MAX_ID = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -62,13 +60,20 @@ class Failure:
 
     def __post_init__(self) -> None:
         category = str(self.category).upper()
-        if category not in schema.FAILURE_CATEGORIES:
+        if category not in vocabulary.FAILURE_CATEGORIES:
             raise InvalidArgument(f"unknown failure category {self.category!r}")
         if isinstance(self.failure_id, bool) or not isinstance(self.failure_id, int):
             raise InvalidArgument("a failure id is an integer")
-        if not 1 <= self.failure_id <= _MAX_ID:
+        if not 1 <= self.failure_id <= vocabulary.MAX_BIGINT:
             raise InvalidArgument("a failure id is between 1 and 2^63-1")
         object.__setattr__(self, "category", category)
+
+    @classmethod
+    def recorded(cls, category: str | None, failure_id: int | None) -> Failure | None:
+        """Return the failure a row records, or None when it records none."""
+        if category is None or failure_id is None:
+            return None
+        return cls(category, failure_id)
 
 
 def validate_transition(

@@ -52,10 +52,10 @@ from batchboard.repository.lifecycle import (
 )
 from batchboard.repository.steps import COUNTERS, StatePayload, StepsMixin
 from batchboard.repository.validation import check_name
+from batchboard.vocabulary import MAX_BIGINT
 
 MAX_PARTITIONS = 1024
 CONTEXT_ENVELOPE_LIMIT = 4096
-_MAX_COUNT = 2**63 - 1
 # Aggregation severity, least to most severe.
 SEVERITY = (COMPLETED, STOPPED, FAILED, UNKNOWN)
 
@@ -413,7 +413,7 @@ class PartitionsMixin(StepsMixin):
             totals = {
                 name: sum(getattr(p, name) for p in partitions) for name in COUNTERS
             }
-            if any(total > _MAX_COUNT for total in totals.values()):
+            if any(total > MAX_BIGINT for total in totals.values()):
                 raise PartitionCountOverflow(step_execution_id)
             # Keyed by worker id; every partition was checked to have one.
             workers: dict[int | None, StepExecution] = {
@@ -435,11 +435,7 @@ class PartitionsMixin(StepsMixin):
                         "a partition differs from its worker", partition_id=partition.pk
                     )
             chosen = workers[selected.worker_step_execution_id]
-            failure = (
-                Failure(chosen.failure_category, chosen.failure_id)
-                if chosen.failure_category
-                else None
-            )
+            failure = Failure.recorded(chosen.failure_category, chosen.failure_id)
             if (
                 parent.version == expected_version + 1
                 and parent.status == status

@@ -47,6 +47,7 @@ from batchboard.repository.validation import (
     check_name,
     check_payload,
 )
+from batchboard.vocabulary import MAX_BIGINT
 
 DEFAULT_START_LIMIT = 4_294_967_295
 FAULT_STATE_LIMIT = 65_536
@@ -82,7 +83,6 @@ CARRIED_FIELDS = (
     "fault_state_payload",
     "fault_state_checksum",
 )
-_MAX_COUNT = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,9 @@ class StatePayload:
 
     def validated(self, what: str) -> StatePayload:
         check_name(self.schema, f"{what} schema")
-        for number in (self.schema_version, self.format_version):
+        # Checked whatever the annotations say: callers may be untyped.
+        numbers: tuple[object, ...] = (self.schema_version, self.format_version)
+        for number in numbers:
             if isinstance(number, bool) or not isinstance(number, int) or number < 1:
                 raise InvalidArgument(f"the {what} versions are positive integers")
         if self.format_version > 32767 or self.schema_version > 2**31 - 1:
@@ -486,7 +488,7 @@ class StepsMixin(ExecutionsMixin):
             values: dict[str, Any] = {}
             for name, delta in deltas.items():
                 total = getattr(row, name) + delta
-                if total > _MAX_COUNT:
+                if total > MAX_BIGINT:
                     raise InvalidArgument(f"{name} would exceed 2^63-1")
                 values[name] = total
             values.update(

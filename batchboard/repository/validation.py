@@ -8,6 +8,7 @@ from typing import Any
 
 from batchboard import digests
 from batchboard.repository.errors import InvalidArgument
+from batchboard.vocabulary import MAX_BIGINT
 
 PAYLOAD_LIMIT = 1_048_576
 
@@ -27,6 +28,13 @@ def check_code(value: object, what: str) -> str:
     if not isinstance(value, str) or not 1 <= len(value.encode("utf-8")) <= 64:
         raise InvalidArgument(f"the {what} must be 1 to 64 bytes")
     return value
+
+
+def check_bytes(value: object, size: int, message: str) -> bytes:
+    """Return ``value`` as bytes if it is exactly ``size`` bytes, else raise."""
+    if not isinstance(value, bytes | bytearray) or len(value) != size:
+        raise InvalidArgument(message)
+    return bytes(value)
 
 
 def json_size(value: Any) -> int:
@@ -57,6 +65,10 @@ def check_payload(
 
 def check_count(value: object, what: str) -> int:
     """Return ``value`` if it is a counter value, 0..2^63-1."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 0 <= value <= MAX_BIGINT
+    ):
         raise InvalidArgument(f"the {what} must be an integer from 0 to 2^63-1")
     return value

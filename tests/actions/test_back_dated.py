@@ -8,8 +8,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.test import override_settings
 
-from batchboard import actions
-from batchboard.actions import _db, permissions
+from batchboard import actions, db
+from batchboard.actions import permissions, unit
 from batchboard.models import JobExecution, JobInstance, RecoveryDecision
 from tests.actions import factories
 from tests.actions.conftest import audit_row, retention_row
@@ -79,20 +79,20 @@ def test_back_dated_actions_take_their_time_from_the_clock() -> None:
     instance = JobInstance.objects.get(pk=execution.job_instance_id)
     assert (instance.hold_actor, instance.hold_placed_at) == ("ops@example.org", moment)
     # Outside the block the host's clock is back.
-    assert _db.back_dated_now() is None
-    assert _db.now() > moment
+    assert db.back_dated_now() is None
+    assert db.now() > moment
 
 
 def test_back_dated_actions_write_through_the_given_alias_only() -> None:
     roles = {"ACTION_DATABASES": {"OPERATOR": "elsewhere", "RETENTION": "elsewhere"}}
     with override_settings(BATCHBOARD=roles):
-        with pytest.raises(actions.ActionError), _db.writing(_db.OPERATOR):
+        with pytest.raises(actions.ActionError), unit.writing(db.OPERATOR):
             pass
         with (
-            actions.back_dated(_db.now, using="default"),
-            _db.writing(_db.OPERATOR),
+            actions.back_dated(db.now, using="default"),
+            unit.writing(db.OPERATOR),
         ):
-            assert _db.alias() == "default"
+            assert db.alias() == "default"
 
 
 def test_a_purge_plan_measures_ages_on_the_back_dated_clock() -> None:

@@ -320,9 +320,9 @@ def test_a_row_held_too_long_asks_the_operator_to_retry(
     admin_user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A runtime holding the row past the lock timeout writes nothing here."""
-    from batchboard.actions import _db
+    from batchboard import db
 
-    monkeypatch.setattr(_db, "LOCK_TIMEOUT_MS", 100)
+    monkeypatch.setattr(db, "DEFAULT_TIMEOUTS", db.Timeouts(lock_ms=100))
     execution = factories.execution("STARTED")
     with (
         _held(EXECUTION_LOCK, execution.pk),

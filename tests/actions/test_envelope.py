@@ -87,18 +87,19 @@ def test_action_databases_choose_the_writing_alias() -> None:
     """Each writing class can use its own alias; an unknown one is named."""
     from django.test import override_settings
 
-    from batchboard.actions import _db
+    from batchboard import db
+    from batchboard.actions import unit
 
     operator = {"ACTION_DATABASES": {"OPERATOR": "default"}}
-    with override_settings(BATCHBOARD=operator), _db.writing(_db.OPERATOR):
-        assert _db.alias() == "default"
+    with override_settings(BATCHBOARD=operator), unit.writing(db.OPERATOR):
+        assert db.alias() == "default"
     undefined = {"ACTION_DATABASES": {"RETENTION": "retention"}}
     with override_settings(BATCHBOARD=undefined):
         with (
             pytest.raises(actions.ActionError) as raised,
-            _db.writing(_db.RETENTION),
+            unit.writing(db.RETENTION),
         ):
             pass
         assert "'retention'" in raised.value.message
-        with _db.writing(_db.OPERATOR):
-            assert _db.alias() == "default"
+        with unit.writing(db.OPERATOR):
+            assert db.alias() == "default"

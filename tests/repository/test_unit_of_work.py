@@ -6,6 +6,7 @@ import pytest
 from django.db import DatabaseError, IntegrityError, OperationalError, connections
 from django.test import override_settings
 
+from batchboard.db import map_database_error
 from batchboard.models import JobExecution, StepExecution, StepPartition
 from batchboard.repository import (
     ConcurrentModification,
@@ -20,7 +21,6 @@ from batchboard.repository import (
     Unavailable,
     truncate_ms,
 )
-from batchboard.repository.base import map_database_error
 from tests.repository.helpers import drive_execution
 
 

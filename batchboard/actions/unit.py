@@ -1,0 +1,71 @@
+"""
+An action's unit of work: the role it writes as and how its outcome settles.
+
+The unit itself (alias, timeouts, clock, error mapping) is
+:mod:`batchboard.db`'s. What is the actions' own is telling the operator
+when the role's alias is missing, and the end of the protocol of spec 4.3:
+a unit that failed before its end re-probes the recorded outcome, and one
+that failed at its commit has an unknown outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+
+from django.core.exceptions import ImproperlyConfigured
+
+from batchboard import db
+from batchboard.actions.results import (
+    ActionError,
+    ActionResult,
+    ConcurrentModification,
+    OperationOutcomeUnknown,
+)
+
+
+@contextmanager
+def writing(role: str) -> Iterator[None]:
+    """
+    Run the body through the alias of ``role`` (see :func:`batchboard.db.writing`).
+
+    An alias that ``DATABASES`` does not define is an :class:`ActionError`
+    naming it, raised before anything is read or written.
+    """
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(db.writing(role))
+        except ImproperlyConfigured as error:
+            raise ActionError(str(error)) from None
+        yield
+
+
+def settle(
+    operation_id: str,
+    body: Callable[[], ActionResult],
+    reprobe: Callable[[], ActionResult | None],
+) -> ActionResult:
+    """
+    Run ``body`` as one :func:`batchboard.db.unit` and settle its failure.
+
+    A failure inside the unit (normally the audit insert losing to a
+    concurrent submission of the same operation id, or a lock or statement
+    timeout) re-probes: the recorded outcome, else
+    :class:`ConcurrentModification`. A failure after the body ran to its end
+    came from COMMIT, so the outcome is unknown
+    (:class:`OperationOutcomeUnknown`); resubmitting the same operation id
+    reports it.
+    """
+    committed = False
+    try:
+        with db.unit():
+            result = body()
+            committed = True
+    except db.RepositoryError as error:
+        if committed:
+            raise OperationOutcomeUnknown(operation_id) from error
+        replay = reprobe()
+        if replay is None:
+            raise ConcurrentModification() from error
+        return replay
+    return result

@@ -1,0 +1,363 @@
+"""
+The unit of work every write to the metadata runs in: the repository's and the actions'.
+
+One unit is one transaction on the metadata alias, or a savepoint when the
+caller already holds one there, so a caller's ``transaction.atomic`` (a
+job's chunk, an action's audit row) commits the unit with its own writes.
+This module owns what a unit needs and nothing else:
+
+- the alias: ``BATCHBOARD["DATABASE"]``, the ``ACTION_DATABASES`` alias of
+  the role an action writes as (:func:`writing`), or the alias of a writer
+  replaying history (:func:`back_dated`);
+- the bounds of spec 9.3: on PostgreSQL the transaction sets its own
+  statement, lock and idle-in-transaction timeouts, local to the
+  transaction, so a stuck writer surfaces as an error instead of a hung
+  request, and the session keeps its settings;
+- the clock: timestamps are written in whole milliseconds, as oxide-batch
+  writes them, from this host's clock or from a back-dated writer's;
+- the errors: a database error leaves a unit as :class:`ConcurrentModification`
+  (another writer got in the way) or :class:`Unavailable` (anything else),
+  both :class:`RepositoryError`, without the driver's message, whose
+  detail line can quote row values (spec 9.2).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.connection import ConnectionDoesNotExist
+
+from batchboard import conf
+
+# -- errors --------------------------------------------------------------------
+
+
+class RepositoryError(Exception):
+    """
+    Base class of every error of a unit of work and of the job repository.
+
+    A subclass names the contract's error in ``code`` and words its message
+    in ``template``, which :meth:`describe` formats with the instance's
+    attributes. Subclasses are dataclasses whose fields are those
+    attributes: ids, versions, statuses, names, counts and categories only,
+    never a parameter value, payload or manifest.
+    """
+
+    #: The contract's name of the error (spec 2, 4.5, 7).
+    code = "REPOSITORY"
+    template = "the metadata operation failed"
+
+    def __post_init__(self) -> None:
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """Return the message: the template filled with the error's fields."""
+        return self.template.format_map(vars(self))
+
+
+@dataclass(eq=False)
+class ConcurrentModification(RepositoryError):
+    """A concurrent writer changed the rows this unit of work depended on."""
+
+    code = "CONCURRENT_MODIFICATION"
+    template = "{what} was modified concurrently; retry the operation"
+
+    what: str = "a metadata row"
+
+
+@dataclass(eq=False)
+class Unavailable(RepositoryError):
+    """The metadata database refused the unit of work for a reason not listed."""
+
+    code = "UNAVAILABLE"
+
+    sqlstate: str | None = None
+
+    def describe(self) -> str:
+        suffix = f" (SQLSTATE {self.sqlstate})" if self.sqlstate else ""
+        return f"the metadata database refused the operation{suffix}"
+
+
+#: SQLSTATEs of a writer that lost to another: lock timeout, deadlock and
+#: serialization failure.
+CONFLICT_STATES = frozenset({"55P03", "40P01", "40001"})
+
+
+def sqlstate(error: BaseException) -> str | None:
+    """Return the SQLSTATE behind a Django database error, if the driver gave one."""
+    cause = error.__cause__
+    state = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return str(state) if state else None
+
+
+def constraint_name(error: BaseException) -> str | None:
+    """Return the violated constraint's name (PostgreSQL only), never values."""
+    diag = getattr(error.__cause__, "diag", None)
+    name = getattr(diag, "constraint_name", None)
+    return str(name) if name else None
+
+
+def map_database_error(error: DatabaseError) -> RepositoryError:
+    """
+    Translate a database error into a repository error without its text.
+
+    A violated constraint, a lock timeout, a deadlock, a serialization
+    failure and SQLite's busy database mean another writer got in the way
+    (:class:`ConcurrentModification`); anything else is :class:`Unavailable`
+    with its SQLSTATE.
+    """
+    state = sqlstate(error)
+    if isinstance(error, IntegrityError):
+        name = constraint_name(error) or "of the metadata schema"
+        return ConcurrentModification(f"constraint {name}")
+    # The text is matched, never shown: SQLite reports a busy database only so.
+    if state in CONFLICT_STATES or "database is locked" in str(error):
+        return ConcurrentModification()
+    return Unavailable(state)
+
+
+# -- aliases -------------------------------------------------------------------
+
+#: The roles of spec 9.1 an action writes as: stop, abandon and recover as
+#: the operator writer, holds and purges as the retention role.
+OPERATOR = "OPERATOR"
+RETENTION = "RETENTION"
+
+# The alias of the role an action in progress writes as (see writing()).
+_writing: ContextVar[str | None] = ContextVar("batchboard_writing", default=None)
+
+# Set only by back_dated(): the clock and the alias of a non-interactive
+# writer replaying history. Requests from the console never set them.
+_back_dated_clock: ContextVar[Callable[[], datetime] | None] = ContextVar(
+    "batchboard_back_dated_clock", default=None
+)
+_back_dated_alias: ContextVar[str | None] = ContextVar(
+    "batchboard_back_dated_alias", default=None
+)
+
+
+def alias(using: str | None = None) -> str:
+    """
+    Return the alias to work on: ``using`` if given, else the current one.
+
+    The current alias is the role's inside :func:`writing`, the writer's
+    inside :func:`back_dated`, else ``BATCHBOARD["DATABASE"]``, read at
+    each call so settings overrides apply.
+    """
+    return using or _writing.get() or _back_dated_alias.get() or conf.database_alias()
+
+
+def connection(using: str | None = None) -> BaseDatabaseWrapper:
+    """Return the connection of :func:`alias`."""
+    return connections[alias(using)]
+
+
+def _defined(name: str) -> bool:
+    try:
+        connections[name]
+    except ConnectionDoesNotExist:
+        return False
+    return True
+
+
+@contextmanager
+def writing(role: str) -> Iterator[None]:
+    """
+    Run the body against ``BATCHBOARD["ACTION_DATABASES"][role]``, if set.
+
+    ``role`` is :data:`OPERATOR` or :data:`RETENTION`. Each alias names the
+    same database as ``DATABASE`` with the role's credentials; a role left
+    out writes through ``DATABASE``. Inside :func:`back_dated` the writer's
+    own alias is used instead. Raises ImproperlyConfigured, before the body
+    runs, when the alias is not one of ``DATABASES``.
+    """
+    configured = conf.get_config().get("ACTION_DATABASES") or {}
+    chosen = configured.get(role) if isinstance(configured, dict) else None
+    if _back_dated_alias.get() is not None:
+        chosen = None
+    if chosen is not None and not _defined(chosen):
+        raise ImproperlyConfigured(
+            f"BATCHBOARD['ACTION_DATABASES'] names the database alias "
+            f"{chosen!r} for {role}, which DATABASES does not define."
+        )
+    token = _writing.set(chosen)
+    try:
+        yield
+    finally:
+        _writing.reset(token)
+
+
+# -- the clock -----------------------------------------------------------------
+
+
+class Clock(Protocol):
+    """Anything with a ``now()`` returning an aware :class:`datetime`."""
+
+    def now(self) -> datetime: ...
+
+
+def truncate_ms(moment: datetime) -> datetime:
+    """Return ``moment`` cut to whole milliseconds; refuse naive datetimes."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("the repository clock must return aware datetimes")
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+class SystemClock:
+    """This host's clock, in UTC, to the millisecond."""
+
+    def now(self) -> datetime:
+        return truncate_ms(datetime.now(UTC))
+
+
+class ManualClock:
+    """
+    A clock that moves only when told to; for tests, demos and simulations.
+
+    ``now()`` returns the same instant until :meth:`advance` or :meth:`set`
+    moves it. It is safe to share between threads.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = truncate_ms(start or datetime(2026, 1, 1, tzinfo=UTC))
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, *, milliseconds: int = 0, seconds: float = 0) -> datetime:
+        """Move the clock forward and return the new instant."""
+        step = timedelta(milliseconds=milliseconds, seconds=seconds)
+        if step < timedelta(0):
+            raise ValueError("a ManualClock only moves forward")
+        with self._lock:
+            self._now = truncate_ms(self._now + step)
+            return self._now
+
+    def set(self, moment: datetime) -> None:
+        with self._lock:
+            self._now = truncate_ms(moment)
+
+
+@contextmanager
+def back_dated(clock: Callable[[], datetime], *, using: str) -> Iterator[None]:
+    """
+    Run the body's actions on ``clock`` and through ``using`` only.
+
+    For a writer that records history on its own clock, such as the demo
+    seeder: the audit rows, effects and purge ages take their time from
+    ``clock`` instead of this host's, and every action writes through
+    ``using`` (the writer's own connection and transaction) whatever
+    ``ACTION_DATABASES`` says. Everything else is unchanged: permissions,
+    guards, digests, replays. Recovery proposals stay bounded by the
+    database server's clock (see :func:`batchboard.actions.recovery.propose`).
+    """
+    clock_token = _back_dated_clock.set(clock)
+    alias_token = _back_dated_alias.set(using)
+    try:
+        yield
+    finally:
+        _back_dated_alias.reset(alias_token)
+        _back_dated_clock.reset(clock_token)
+
+
+def back_dated_now() -> datetime | None:
+    """Return the time of the :func:`back_dated` clock, or None outside one."""
+    clock = _back_dated_clock.get()
+    return None if clock is None else truncate_ms(clock())
+
+
+def now() -> datetime:
+    """
+    Return the current time in whole milliseconds, aware.
+
+    The time is this host's, or the clock of :func:`back_dated` inside one.
+    oxide-batch writes millisecond timestamps; writing the same precision
+    keeps digests that bind timestamps (the recovery evidence) stable when
+    oxide-batch reads the rows back.
+    """
+    moment = back_dated_now()
+    return SystemClock().now() if moment is None else moment
+
+
+# -- the unit of work ----------------------------------------------------------
+
+#: The bounds of spec 9.3, in milliseconds: a writer waits at most this long
+#: for a statement or a row lock, then is told to retry, rather than hanging
+#: on a runtime that holds the row; a transaction left idle is ended.
+STATEMENT_TIMEOUT_MS = 30_000
+LOCK_TIMEOUT_MS = 5_000
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
+MAX_TIMEOUT_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The bounds one unit of work sets on PostgreSQL, in milliseconds."""
+
+    statement_ms: int = STATEMENT_TIMEOUT_MS
+    lock_ms: int = LOCK_TIMEOUT_MS
+    idle_in_transaction_ms: int = IDLE_IN_TRANSACTION_TIMEOUT_MS
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.lock_ms <= self.statement_ms <= MAX_TIMEOUT_MS:
+            raise ValueError("need 1 <= lock timeout <= statement timeout <= 24 h")
+        if not 1 <= self.idle_in_transaction_ms <= MAX_TIMEOUT_MS:
+            raise ValueError("need 1 <= idle-in-transaction timeout <= 24 h")
+
+    def settings(self) -> dict[str, str]:
+        """Return the PostgreSQL settings these bounds set, with their values."""
+        return {
+            "statement_timeout": f"{self.statement_ms}ms",
+            "lock_timeout": f"{self.lock_ms}ms",
+            "idle_in_transaction_session_timeout": f"{self.idle_in_transaction_ms}ms",
+        }
+
+
+#: The bounds of a unit that names none; read at each unit.
+DEFAULT_TIMEOUTS = Timeouts()
+
+
+def _bound(metadata: BaseDatabaseWrapper, timeouts: Timeouts) -> None:
+    """Set the unit's timeouts for the current transaction only (SET LOCAL)."""
+    if metadata.vendor != "postgresql":
+        return
+    settings = timeouts.settings()
+    # set_config(name, value, true) is SET LOCAL with bound values, all three
+    # in one round trip; COMMIT or ROLLBACK restores the session's own.
+    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+    values: list[Any] = [part for pair in settings.items() for part in pair]
+    with metadata.cursor() as cursor:
+        cursor.execute(f"SELECT {calls}", values)
+
+
+@contextmanager
+def unit(
+    using: str | None = None, *, timeouts: Timeouts | None = None
+) -> Iterator[None]:
+    """
+    Run the body as one unit of work on :func:`alias` (or ``using``).
+
+    The body runs in ``transaction.atomic`` with the unit's timeouts set
+    (``timeouts``, else :data:`DEFAULT_TIMEOUTS`); a database error raised
+    by the body or by the commit leaves as :func:`map_database_error` says,
+    without the driver's message. Errors that are not database errors pass
+    unchanged.
+    """
+    name = alias(using)
+    try:
+        with transaction.atomic(using=name):
+            _bound(connections[name], timeouts or DEFAULT_TIMEOUTS)
+            yield
+    except DatabaseError as error:
+        raise map_database_error(error) from None
