@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
@@ -15,7 +16,12 @@ from batchboard import conf, schema
 
 class CreateMetadataSchema(Operation):
     """
-    Create schema version 4 from :mod:`batchboard.schema` (managed mode only).
+    Create one frozen version of the oxide-batch schema (managed mode only).
+
+    ``version`` names the description whose DDL runs (``4``:
+    :mod:`batchboard.schema.v4`). A migration always names it, never "the
+    current schema", so the statements an applied migration ran stay the
+    statements it runs on a new database.
 
     The guard lives here as well as in the router: in attached mode this
     operation issues no statement at all, whatever database it is run
@@ -27,47 +33,41 @@ class CreateMetadataSchema(Operation):
     reduces_to_sql = True
     atomic = True
 
+    def __init__(self, *, version: int) -> None:
+        # Resolved here so that a migration naming an unknown version fails
+        # as soon as it is loaded.
+        self.description = schema.frozen(version)
+        self.version = version
+
+    def statements(self, vendor: str, *, drop: bool = False) -> list[str]:
+        """Return the statements that create (or drop) the schema on ``vendor``."""
+        described = self.description
+        if vendor == "postgresql":
+            return described.postgresql_drop() if drop else described.postgresql_ddl()
+        if vendor == "sqlite":
+            return described.sqlite_drop() if drop else described.sqlite_ddl()
+        raise ImproperlyConfigured(
+            f"batchboard's metadata schema supports PostgreSQL and SQLite, "
+            f"not {vendor}."
+        )
+
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """Change no model state: the models are declared by CreateModel."""
 
-    def _applies(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor) -> bool:
-        if conf.is_attached():
-            return False
-        return router.allow_migrate(schema_editor.connection.alias, app_label)
-
-    def database_forwards(
+    def _run(
         self,
         app_label: str,
         schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
+        *,
+        drop: bool = False,
     ) -> None:
-        if not self._applies(app_label, schema_editor):
+        if conf.is_attached():
             return
         connection = schema_editor.connection
-        vendor = connection.vendor
-        if vendor == "postgresql":
-            statements = schema.postgresql_ddl()
-            probe = "SELECT to_regclass(%s) IS NOT NULL"
-            name = f"{schema.SCHEMA_NAME}.ob_schema_version"
-        elif vendor == "sqlite":
-            statements = schema.sqlite_ddl()
-            probe = (
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master "
-                "WHERE type = 'table' AND name = %s)"
-            )
-            name = "ob_schema_version"
-        else:
-            raise ImproperlyConfigured(
-                f"batchboard's metadata schema supports PostgreSQL and SQLite, "
-                f"not {vendor}."
-            )
-        # Refuse before the first statement, rather than failing half-way on
-        # a table that oxide-batch (or an earlier run) already created.
-        with connection.cursor() as cursor:
-            cursor.execute(probe, [name])
-            (exists,) = cursor.fetchone()
-        if exists:
+        if not router.allow_migrate(connection.alias, app_label):
+            return
+        statements = self.statements(connection.vendor, drop=drop)
+        if not drop and self._exists(connection):
             raise ImproperlyConfigured(
                 f"The database behind BATCHBOARD['DATABASE'] "
                 f"({connection.alias!r}) already has the oxide-batch schema. "
@@ -77,6 +77,38 @@ class CreateMetadataSchema(Operation):
         for statement in statements:
             schema_editor.execute(statement, params=None)
 
+    def _exists(self, connection: BaseDatabaseWrapper) -> bool:
+        """
+        Tell whether the schema's version table is already there.
+
+        Asked before the first statement, rather than failing half-way on a
+        table that oxide-batch (or an earlier run) already created.
+        """
+        table = self.description.VERSION_TABLE
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL",
+                    [f"{self.description.SCHEMA_NAME}.{table}"],
+                )
+            else:
+                cursor.execute(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master "
+                    "WHERE type = 'table' AND name = %s)",
+                    [table],
+                )
+            (exists,) = cursor.fetchone()
+        return bool(exists)
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        self._run(app_label, schema_editor)
+
     def database_backwards(
         self,
         app_label: str,
@@ -84,20 +116,13 @@ class CreateMetadataSchema(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        if not self._applies(app_label, schema_editor):
-            return
-        if schema_editor.connection.vendor == "postgresql":
-            statements = schema.postgresql_drop()
-        else:
-            statements = schema.sqlite_drop()
-        for statement in statements:
-            schema_editor.execute(statement, params=None)
+        self._run(app_label, schema_editor, drop=True)
 
     def describe(self) -> str:
         return (
-            f"Create the oxide-batch metadata schema version "
-            f"{schema.SUPPORTED_SCHEMA_VERSION} (managed mode only)"
+            f"Create the oxide-batch metadata schema version {self.version} "
+            "(managed mode only)"
         )
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return (self.__class__.__qualname__, [], {})
+        return (self.__class__.__qualname__, [], {"version": self.version})

@@ -5,7 +5,13 @@ One description of the twelve tables yields the DDL for PostgreSQL (schema
 ``oxide_batch``, ``COLLATE "C"`` text, the constraint and index names of the
 reference schema) and for SQLite (the same tables without a schema, with the
 checks SQLite can express). The models in :mod:`batchboard.models` are
-unmanaged; batchboard's own migration runs this DDL in managed mode only.
+unmanaged; batchboard's migration 0001 runs this DDL in managed mode only.
+
+The DDL is frozen: databases already migrated ran it, and the suite compares
+it byte for byte with what they ran. The code that builds it may be
+reorganised; the statements it yields never change. A change to the schema
+is a new version, described in a module of its own with a migration of its
+own.
 
 Constraint names follow PostgreSQL's own naming of unnamed column checks
 (``<table>_<column>_check``, then ``..._check1``) so that a schema created by
@@ -15,10 +21,13 @@ the catalog.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 SCHEMA_NAME = "oxide_batch"
 SUPPORTED_SCHEMA_VERSION = 4
+#: The single-row table that records the installed version.
+VERSION_TABLE = "ob_schema_version"
 
 STATUSES = (
     "STARTING",
@@ -71,6 +80,38 @@ REJECTION_CODES = (
 RETENTION_ACTIONS = ("HOLD", "RELEASE_HOLD", "APPLY_PURGE")
 PAYLOAD_KINDS = ("INLINE", "EXTERNAL")
 
+#: The item counters of a step execution and of a step partition.
+ITEM_COUNTERS = tuple(
+    f"{name}_count"
+    for name in ("read", "processed", "write", "filter", "commit", "rollback")
+)
+#: A step execution's retry, skip and no-rollback counters.
+FAULT_COUNTERS = tuple(
+    f"{name}_count"
+    for name in (
+        "read_retry",
+        "process_retry",
+        "write_retry",
+        "read_skip",
+        "process_skip",
+        "write_skip",
+        "no_rollback",
+    )
+)
+#: The rows an applied purge deleted, per table.
+PURGE_COUNTERS = tuple(
+    f"deleted_{name}"
+    for name in (
+        "flow_decisions",
+        "recovery_decisions",
+        "operator_requests",
+        "step_partitions",
+        "step_executions",
+        "job_executions",
+        "job_instances",
+    )
+)
+
 EMPTY_FAULT_STATE_CHECKSUM = (
     "a491114819e0d3bd8b7ca004dc0636f95b45e2fcb1a67ddb5726beaea12f9922"
 )
@@ -85,16 +126,26 @@ class Check:
     sqlite: str
 
 
+class Default(NamedTuple):
+    """A column default with one expression per backend."""
+
+    postgresql: str
+    sqlite: str
+
+
 @dataclass(frozen=True)
 class Column:
+    """A column's type, nullability and default on each backend."""
+
     name: str
     pg_type: str
     sqlite_type: str
     null: bool = False
-    pg_default: str | None = None
-    sqlite_default: str | None = None
+    default: Default | None = None
     identity: bool = False
     collate: bool = False
+    #: The closed set a CHECK restricts the column to (empty when none).
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +163,10 @@ class Index:
     unique: bool = False
     where_postgresql: str | None = None
     where_sqlite: str | None = None
+
+
+#: A column check as its (PostgreSQL, SQLite) expressions.
+ColumnCheck = tuple[str, str]
 
 
 @dataclass
@@ -135,10 +190,17 @@ class Table:
             Check(f"{self.name}_{column}_check{suffix}", postgresql, sqlite)
         )
 
-    def identity(self) -> Table:
-        self.columns.append(Column("id", "bigint", "integer", identity=True))
-        self._column_check("id", "id > 0", '"id" > 0')
+    def column(self, column: Column, *checks: ColumnCheck) -> Table:
+        """Add ``column`` and its column checks, named as PostgreSQL names them."""
+        self.columns.append(column)
+        for postgresql, sqlite in checks:
+            self._column_check(column.name, postgresql, sqlite)
         return self
+
+    def identity(self) -> Table:
+        return self.column(
+            Column("id", "bigint", "integer", identity=True), ("id > 0", '"id" > 0')
+        )
 
     def text(
         self,
@@ -147,45 +209,28 @@ class Table:
         *,
         null: bool = False,
         check_name: str | None = None,
-        pg_default: str | None = None,
-        sqlite_default: str | None = None,
+        default: Default | None = None,
     ) -> Table:
         """Add ``varchar(length) COLLATE "C"`` with a 1..length byte check."""
-        self.columns.append(
-            Column(
-                name,
-                f"varchar({length})",
-                f"varchar({length})",
-                null=null,
-                collate=True,
-                pg_default=pg_default,
-                sqlite_default=sqlite_default,
-            )
+        column = _varchar(name, length, null, default)
+        bounds = (
+            f"octet_length({name}) BETWEEN 1 AND {length}",
+            f'length(CAST("{name}" AS BLOB)) BETWEEN 1 AND {length}',
         )
-        pg = f"octet_length({name}) BETWEEN 1 AND {length}"
-        lite = f'length(CAST("{name}" AS BLOB)) BETWEEN 1 AND {length}'
-        if check_name:
-            self.checks.append(Check(check_name, pg, lite))
-        else:
-            self._column_check(name, pg, lite)
-        return self
+        if check_name is None:
+            return self.column(column, bounds)
+        self.checks.append(Check(check_name, *bounds))
+        return self.column(column)
 
     def choice(
         self, name: str, length: int, values: tuple[str, ...], *, null: bool = False
     ) -> Table:
         """Add ``varchar(length) COLLATE "C"`` restricted to ``values``."""
-        self.columns.append(
-            Column(
-                name,
-                f"varchar({length})",
-                f"varchar({length})",
-                null=null,
-                collate=True,
-            )
-        )
         listed = ", ".join(f"'{value}'" for value in values)
-        self._column_check(name, f"{name} IN ({listed})", f'"{name}" IN ({listed})')
-        return self
+        return self.column(
+            replace(_varchar(name, length, null), choices=values),
+            (f"{name} IN ({listed})", f'"{name}" IN ({listed})'),
+        )
 
     def integer(
         self,
@@ -197,58 +242,58 @@ class Table:
         maximum: int | None = None,
         default: int | None = None,
     ) -> Table:
-        self.columns.append(
-            Column(
-                name,
-                pg_type,
-                pg_type,
-                null=null,
-                pg_default=None if default is None else str(default),
-                sqlite_default=None if default is None else str(default),
-            )
-        )
+        literal = None if default is None else Default(str(default), str(default))
+        checks: list[ColumnCheck] = []
         if minimum is not None and maximum is not None:
             expr = f"{name} BETWEEN {minimum} AND {maximum}"
-            self._column_check(name, expr, expr.replace(name, f'"{name}"', 1))
+            checks.append((expr, expr.replace(name, f'"{name}"', 1)))
         elif minimum is not None:
             op, bound = (">", 0) if minimum == 1 else (">=", minimum)
-            self._column_check(name, f"{name} {op} {bound}", f'"{name}" {op} {bound}')
-        return self
+            checks.append((f"{name} {op} {bound}", f'"{name}" {op} {bound}'))
+        return self.column(Column(name, pg_type, pg_type, null, literal), *checks)
 
     def counter(self, name: str) -> Table:
         """Add ``bigint NOT NULL DEFAULT 0 CHECK (>= 0)``."""
         return self.integer(name, "bigint", minimum=0, default=0)
 
-    def digest(self, name: str, *, size: int = 32, null: bool = False) -> Table:
-        self.columns.append(Column(name, "bytea", "blob", null=null))
-        self._column_check(
-            name, f"octet_length({name}) = {size}", f'length("{name}") = {size}'
+    def digest(
+        self,
+        name: str,
+        *,
+        size: int = 32,
+        null: bool = False,
+        default: Default | None = None,
+    ) -> Table:
+        """Add a ``bytea`` of exactly ``size`` bytes."""
+        return self.column(
+            Column(name, "bytea", "blob", null, default),
+            (f"octet_length({name}) = {size}", f'length("{name}") = {size}'),
         )
-        return self
 
-    def json_object(self, name: str, limit: int, **defaults: str) -> Table:
+    def json_object(
+        self,
+        name: str,
+        limit: int,
+        *,
+        default: Default | None = None,
+    ) -> Table:
         """
         Add a jsonb object column whose stored size is at most ``limit``.
 
         On SQLite the size bound applies to the JSON text, the nearest
         equivalent of ``pg_column_size``.
         """
-        self.columns.append(Column(name, "jsonb", "text", **defaults))
-        self._column_check(
-            name,
-            f"jsonb_typeof({name}) = 'object'",
-            f"json_type(\"{name}\") = 'object'",
+        return self.column(
+            Column(name, "jsonb", "text", False, default),
+            (f"jsonb_typeof({name}) = 'object'", f"json_type(\"{name}\") = 'object'"),
+            (
+                f"pg_column_size({name}) <= {limit}",
+                f'length(CAST("{name}" AS BLOB)) <= {limit}',
+            ),
         )
-        self._column_check(
-            name,
-            f"pg_column_size({name}) <= {limit}",
-            f'length(CAST("{name}" AS BLOB)) <= {limit}',
-        )
-        return self
 
     def timestamp(self, name: str, *, null: bool = False) -> Table:
-        self.columns.append(Column(name, "timestamptz", "datetime", null=null))
-        return self
+        return self.column(Column(name, "timestamptz", "datetime", null=null))
 
     def descriptor(self, prefix: str, payload_limit: int) -> Table:
         """Add the ``<prefix>_format/_schema/_schema_version/_payload`` quartet."""
@@ -257,9 +302,33 @@ class Table:
         self.integer(f"{prefix}_schema_version", "integer", minimum=1)
         return self.json_object(f"{prefix}_payload", payload_limit)
 
-    def failure(self) -> Table:
-        self.choice("failure_category", 32, FAILURE_CATEGORIES, null=True)
-        return self.integer("failure_id", "bigint", null=True, minimum=1)
+    def counters(self, *names: str) -> Table:
+        for name in names:
+            self.counter(name)
+        return self
+
+    def lifecycle(self) -> Table:
+        """Add an execution's failure pair, lifecycle times and row version."""
+        return (
+            self.choice("failure_category", 32, FAILURE_CATEGORIES, null=True)
+            .integer("failure_id", "bigint", null=True, minimum=1)
+            .timestamp("created_at")
+            .timestamp("started_at", null=True)
+            .timestamp("ended_at", null=True)
+            .timestamp("updated_at")
+            .integer("version", "bigint", minimum=0, default=0)
+        )
+
+    def lifecycle_checks(self) -> Table:
+        """Add the rules the :meth:`lifecycle` columns obey together."""
+        return (
+            self.check(
+                f"{self.name}_failure_shape",
+                _both_or_neither("failure_category", "failure_id"),
+            )
+            .check(f"{self.name}_timestamp_order", _TIMESTAMP_ORDER)
+            .check(f"{self.name}_end_state", _end_state())
+        )
 
     def check(self, name: str, postgresql: str, sqlite: str | None = None) -> Table:
         self.checks.append(Check(name, postgresql, sqlite or postgresql))
@@ -278,8 +347,16 @@ class Table:
     def fk(self, column: str, table: str) -> Table:
         return self.references(f"{self.name}_{column}_fkey", (column,), table, ("id",))
 
-    def index(self, name: str, columns: str, **options: str | bool) -> Table:
-        self.indexes.append(Index(name, columns, **options))  # type: ignore[arg-type]
+    def index(
+        self,
+        name: str,
+        columns: str,
+        *,
+        unique: bool = False,
+        where: str | None = None,
+    ) -> Table:
+        """Add an index; a partial index's ``where`` reads the same on both backends."""
+        self.indexes.append(Index(name, columns, unique, where, where))
         return self
 
     # -- DDL ---------------------------------------------------------------
@@ -294,33 +371,28 @@ class Table:
                 parts.append("GENERATED BY DEFAULT AS IDENTITY")
             if not column.null:
                 parts.append("NOT NULL")
-            if column.pg_default is not None:
-                parts.append(f"DEFAULT {column.pg_default}")
+            if column.default is not None:
+                parts.append(f"DEFAULT {column.default.postgresql}")
             lines.append(" ".join(parts))
         lines.append(
             f"CONSTRAINT {self.name}_pkey PRIMARY KEY ({', '.join(self.primary_key)})"
         )
-        for check in self.checks:
-            lines.append(f"CONSTRAINT {check.name} CHECK ({check.postgresql})")
-        for name, columns in self.uniques:
-            lines.append(f"CONSTRAINT {name} UNIQUE ({', '.join(columns)})")
-        statements = [
-            f"CREATE TABLE {schema}.{self.name} (\n    " + ",\n    ".join(lines) + "\n)"
-        ]
+        lines.extend(
+            _constraints(self, "{}", [(c.name, c.postgresql) for c in self.checks])
+        )
+        table = f"{schema}.{self.name}"
+        statements = [_create_table(table, lines)]
         for fk in self.foreign_keys:
             statements.append(
-                f"ALTER TABLE {schema}.{self.name} ADD CONSTRAINT {fk.name} "
+                f"ALTER TABLE {table} ADD CONSTRAINT {fk.name} "
                 f"FOREIGN KEY ({', '.join(fk.columns)}) "
                 f"REFERENCES {schema}.{fk.table} ({', '.join(fk.target)}) "
                 "ON DELETE RESTRICT"
             )
-        for index in self.indexes:
-            unique = "UNIQUE " if index.unique else ""
-            where = f" WHERE {index.where_postgresql}" if index.where_postgresql else ""
-            statements.append(
-                f"CREATE {unique}INDEX {index.name} ON {schema}.{self.name} "
-                f"({index.columns}){where}"
-            )
+        statements.extend(
+            _create_index(index, index.name, table, index.where_postgresql)
+            for index in self.indexes
+        )
         return statements
 
     def sqlite(self) -> list[str]:
@@ -331,34 +403,57 @@ class Table:
                 parts.append("NOT NULL PRIMARY KEY AUTOINCREMENT")
             elif not column.null:
                 parts.append("NOT NULL")
-            if column.sqlite_default is not None:
-                parts.append(f"DEFAULT {column.sqlite_default}")
+            if column.default is not None:
+                parts.append(f"DEFAULT {column.default.sqlite}")
             lines.append(" ".join(parts))
         if self.primary_key != ("id",):
             lines.append(
                 f'CONSTRAINT "{self.name}_pkey" PRIMARY KEY '
                 f"({', '.join(self.primary_key)})"
             )
-        for check in self.checks:
-            lines.append(f'CONSTRAINT "{check.name}" CHECK ({check.sqlite})')
-        for name, columns in self.uniques:
-            lines.append(f'CONSTRAINT "{name}" UNIQUE ({", ".join(columns)})')
+        lines.extend(
+            _constraints(self, '"{}"', [(c.name, c.sqlite) for c in self.checks])
+        )
         for fk in self.foreign_keys:
             lines.append(
                 f'CONSTRAINT "{fk.name}" FOREIGN KEY ({", ".join(fk.columns)}) '
                 f'REFERENCES "{fk.table}" ({", ".join(fk.target)}) ON DELETE RESTRICT'
             )
-        statements = [
-            f'CREATE TABLE "{self.name}" (\n    ' + ",\n    ".join(lines) + "\n)"
+        table = f'"{self.name}"'
+        return [_create_table(table, lines)] + [
+            _create_index(index, f'"{index.name}"', table, index.where_sqlite)
+            for index in self.indexes
         ]
-        for index in self.indexes:
-            unique = "UNIQUE " if index.unique else ""
-            where = f" WHERE {index.where_sqlite}" if index.where_sqlite else ""
-            statements.append(
-                f'CREATE {unique}INDEX "{index.name}" ON "{self.name}" '
-                f"({index.columns}){where}"
-            )
-        return statements
+
+
+def _varchar(
+    name: str, length: int, null: bool, default: Default | None = None
+) -> Column:
+    kind = f"varchar({length})"
+    return Column(name, kind, kind, null, default, collate=True)
+
+
+def _constraints(table: Table, quoted: str, checks: list[tuple[str, str]]) -> list[str]:
+    """Return the CHECK then UNIQUE lines, names quoted by the ``quoted`` pattern."""
+    lines = [
+        f"CONSTRAINT {quoted.format(name)} CHECK ({expression})"
+        for name, expression in checks
+    ]
+    lines.extend(
+        f"CONSTRAINT {quoted.format(name)} UNIQUE ({', '.join(columns)})"
+        for name, columns in table.uniques
+    )
+    return lines
+
+
+def _create_table(table: str, lines: list[str]) -> str:
+    return f"CREATE TABLE {table} (\n    " + ",\n    ".join(lines) + "\n)"
+
+
+def _create_index(index: Index, name: str, table: str, where: str | None) -> str:
+    unique = "UNIQUE " if index.unique else ""
+    condition = f" WHERE {where}" if where else ""
+    return f"CREATE {unique}INDEX {name} ON {table} ({index.columns}){condition}"
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
@@ -381,22 +476,19 @@ _TIMESTAMP_ORDER = (
     "AND (ended_at IS NULL OR ended_at >= COALESCE(started_at, created_at)) "
     "AND updated_at >= created_at"
 )
-_EMPTY_FAULT_STATE_PG = '\'{"checkpoint": "' + "0" * 64 + '", "entries": []}\'::jsonb'
-_EMPTY_FAULT_STATE_SQLITE = '\'{"checkpoint":"' + "0" * 64 + '","entries":[]}\''
+_EMPTY_FAULT_STATE = Default(
+    '\'{"checkpoint": "' + "0" * 64 + '", "entries": []}\'::jsonb',
+    '\'{"checkpoint":"' + "0" * 64 + '","entries":[]}\'',
+)
 
 
 def _tables() -> list[Table]:
     schema_version = (
-        Table("ob_schema_version", primary_key=("singleton",))
+        Table(VERSION_TABLE, primary_key=("singleton",))
+        .column(Column("singleton", "boolean", "boolean", default=Default("true", "1")))
         .check("ob_schema_version_singleton_check", "singleton")
         .integer("version", "integer", minimum=1)
         .timestamp("installed_at")
-    )
-    schema_version.columns.insert(
-        0,
-        Column(
-            "singleton", "boolean", "boolean", pg_default="true", sqlite_default="1"
-        ),
     )
 
     definition = (
@@ -464,19 +556,9 @@ def _tables() -> list[Table]:
         .text("exit_code", 64)
         .json_object("parameters", 1048576)
         .descriptor("context", 1048576)
-        .failure()
-        .timestamp("created_at")
-        .timestamp("started_at", null=True)
-        .timestamp("ended_at", null=True)
-        .timestamp("updated_at")
-        .integer("version", "bigint", minimum=0, default=0)
-    )
-    execution.columns.append(Column("owner_token", "bytea", "blob", null=True))
-    execution._column_check(
-        "owner_token", "octet_length(owner_token) = 16", 'length("owner_token") = 16'
-    )
-    (
-        execution.timestamp("stop_requested_at", null=True)
+        .lifecycle()
+        .digest("owner_token", size=16, null=True)
+        .timestamp("stop_requested_at", null=True)
         .text("stop_requested_by", 128, null=True)
         .unique("ob_job_execution_attempt_unique", "job_instance_id", "attempt")
         .check(
@@ -484,12 +566,7 @@ def _tables() -> list[Table]:
             "(upgrade_from_definition_id IS NULL AND restart_of_execution_id IS NULL) "
             "OR restart_of_execution_id IS NOT NULL",
         )
-        .check(
-            "ob_job_execution_failure_shape",
-            _both_or_neither("failure_category", "failure_id"),
-        )
-        .check("ob_job_execution_timestamp_order", _TIMESTAMP_ORDER)
-        .check("ob_job_execution_end_state", _end_state())
+        .lifecycle_checks()
         .check(
             "ob_job_execution_stop_request_shape",
             _both_or_neither("stop_requested_at", "stop_requested_by"),
@@ -507,8 +584,7 @@ def _tables() -> list[Table]:
             "ob_job_execution_one_unresolved",
             "job_instance_id",
             unique=True,
-            where_postgresql=_in("status", UNRESOLVED),
-            where_sqlite=_in("status", UNRESOLVED),
+            where=_in("status", UNRESOLVED),
         )
         .index("ob_job_execution_instance_latest", "job_instance_id, attempt DESC")
         .index("ob_job_execution_status_updated", "status, updated_at, id")
@@ -521,71 +597,39 @@ def _tables() -> list[Table]:
         .text("step_name", 128)
         .choice("status", 16, STATUSES)
         .text("exit_code", 64)
-    )
-    for name in ("read", "processed", "write", "filter", "commit", "rollback"):
-        step.counter(f"{name}_count")
-    (
-        step.descriptor("checkpoint", 1048576)
+        .counters(*ITEM_COUNTERS)
+        .descriptor("checkpoint", 1048576)
         .descriptor("context", 1048576)
-        .failure()
-        .timestamp("created_at")
-        .timestamp("started_at", null=True)
-        .timestamp("ended_at", null=True)
-        .timestamp("updated_at")
-        .integer("version", "bigint", minimum=0, default=0)
+        .lifecycle()
         .text("step_logical_id", 128, check_name="ob_step_execution_logical_id_bounds")
-    )
-    for name in (
-        "read_retry",
-        "process_retry",
-        "write_retry",
-        "read_skip",
-        "process_skip",
-        "write_skip",
-        "no_rollback",
-    ):
-        step.counter(f"{name}_count")
-    (
-        step.integer("fault_state_format", "smallint", minimum=1, default=1)
+        .counters(*FAULT_COUNTERS)
+        .integer("fault_state_format", "smallint", minimum=1, default=1)
         .text(
             "fault_state_schema",
             128,
-            pg_default="'oxide-batch.fault-state'::character varying",
-            sqlite_default="'oxide-batch.fault-state'",
+            default=Default(
+                "'oxide-batch.fault-state'::character varying",
+                "'oxide-batch.fault-state'",
+            ),
         )
         .integer("fault_state_schema_version", "integer", minimum=1, default=1)
         .json_object(
             "fault_state_payload",
             65536,
-            pg_default=_EMPTY_FAULT_STATE_PG,
-            sqlite_default=_EMPTY_FAULT_STATE_SQLITE,
+            default=_EMPTY_FAULT_STATE,
         )
-    )
-    step.columns.append(
-        Column(
+        .digest(
             "fault_state_checksum",
-            "bytea",
-            "blob",
-            pg_default=f"decode('{EMPTY_FAULT_STATE_CHECKSUM}'::text, 'hex'::text)",
-            sqlite_default=f"X'{EMPTY_FAULT_STATE_CHECKSUM}'",
+            default=Default(
+                f"decode('{EMPTY_FAULT_STATE_CHECKSUM}'::text, 'hex'::text)",
+                f"X'{EMPTY_FAULT_STATE_CHECKSUM}'",
+            ),
         )
-    )
-    step._column_check(
-        "fault_state_checksum",
-        "octet_length(fault_state_checksum) = 32",
-        'length("fault_state_checksum") = 32',
-    )
-    (
-        step.unique("ob_step_execution_name_unique", "job_execution_id", "step_name")
+        .unique("ob_step_execution_name_unique", "job_execution_id", "step_name")
         .unique(
             "ob_step_execution_logical_id_unique", "job_execution_id", "step_logical_id"
         )
-        .check(
-            "ob_step_execution_failure_shape",
-            _both_or_neither("failure_category", "failure_id"),
-        )
-        .check("ob_step_execution_timestamp_order", _TIMESTAMP_ORDER)
-        .check("ob_step_execution_end_state", _end_state())
+        .lifecycle_checks()
         .fk("job_execution_id", "ob_job_execution")
         .index("ob_step_execution_job_name", "job_execution_id, step_name, id DESC")
         .index(
@@ -681,19 +725,8 @@ def _tables() -> list[Table]:
         .text("reason_code", 64)
         .digest("plan_digest", null=True)
         .integer("batch_bound", "integer", null=True, minimum=1, maximum=1000)
-    )
-    for name in (
-        "flow_decisions",
-        "recovery_decisions",
-        "operator_requests",
-        "step_partitions",
-        "step_executions",
-        "job_executions",
-        "job_instances",
-    ):
-        retention.counter(f"deleted_{name}")
-    (
-        retention.choice("outcome_class", 16, OUTCOME_CLASSES)
+        .counters(*PURGE_COUNTERS)
+        .choice("outcome_class", 16, OUTCOME_CLASSES)
         .timestamp("applied_at")
         .unique("ob_retention_action_identity_unique", "action", "operation_id")
         .check(
@@ -716,11 +749,8 @@ def _tables() -> list[Table]:
         .integer("partition_ordinal", "integer", minimum=1)
         .choice("status", 16, STATUSES)
         .text("exit_code", 64, null=True)
-    )
-    for name in ("read", "processed", "write", "filter", "commit", "rollback"):
-        partition.counter(f"{name}_count")
-    (
-        partition.descriptor("context", 4096)
+        .counters(*ITEM_COUNTERS)
+        .descriptor("context", 4096)
         .digest("context_checksum")
         .integer("version", "bigint", minimum=0, default=0)
         .unique("ob_step_partition_key_unique", "step_execution_id", "partition_key")
@@ -745,34 +775,33 @@ def _tables() -> list[Table]:
         .integer("checksum_algorithm_version", "smallint", minimum=1)
         .digest("checksum")
         .choice("payload_kind", 16, PAYLOAD_KINDS)
-    )
-    component.columns.append(Column("payload", "bytea", "blob", null=True))
-    component._column_check(
-        "payload",
-        "payload IS NULL OR octet_length(payload) BETWEEN 1 AND 1048576",
-        'payload IS NULL OR length("payload") BETWEEN 1 AND 1048576',
-    )
-    component._column_check(
-        "payload",
-        "payload IS NULL OR "
-        "jsonb_typeof(convert_from(payload, 'UTF8')::jsonb) = 'object'",
-        "payload IS NULL OR json_type(CAST(\"payload\" AS TEXT)) = 'object'",
-    )
-    component.columns.append(Column("external_content_id", "bytea", "blob", null=True))
-    component._column_check(
-        "external_content_id",
-        "external_content_id IS NULL OR octet_length(external_content_id) = 32",
-        'external_content_id IS NULL OR length("external_content_id") = 32',
-    )
-    (
-        component.integer("external_encoded_len", "bigint", null=True)._column_check(
-            "external_encoded_len",
-            "external_encoded_len IS NULL OR external_encoded_len >= 0",
-            "external_encoded_len IS NULL OR external_encoded_len >= 0",
+        .column(
+            Column("payload", "bytea", "blob", null=True),
+            (
+                "payload IS NULL OR octet_length(payload) BETWEEN 1 AND 1048576",
+                'payload IS NULL OR length("payload") BETWEEN 1 AND 1048576',
+            ),
+            (
+                "payload IS NULL OR "
+                "jsonb_typeof(convert_from(payload, 'UTF8')::jsonb) = 'object'",
+                "payload IS NULL OR json_type(CAST(\"payload\" AS TEXT)) = 'object'",
+            ),
         )
-    )
-    (
-        component.integer("version", "bigint", minimum=0, default=0)
+        .column(
+            Column("external_content_id", "bytea", "blob", null=True),
+            (
+                "external_content_id IS NULL OR octet_length(external_content_id) = 32",
+                'external_content_id IS NULL OR length("external_content_id") = 32',
+            ),
+        )
+        .column(
+            Column("external_encoded_len", "bigint", "bigint", null=True),
+            (
+                "external_encoded_len IS NULL OR external_encoded_len >= 0",
+                "external_encoded_len IS NULL OR external_encoded_len >= 0",
+            ),
+        )
+        .integer("version", "bigint", minimum=0, default=0)
         .timestamp("updated_at")
         .unique("ob_component_state_namespace_unique", "step_execution_id", "namespace")
         .check(
@@ -816,7 +845,7 @@ def postgresql_ddl(schema: str = SCHEMA_NAME) -> list[str]:
         constraints.extend(created[1:])
     statements.extend(constraints)
     statements.append(
-        f"INSERT INTO {schema}.ob_schema_version (singleton, version, installed_at) "
+        f"INSERT INTO {schema}.{VERSION_TABLE} (singleton, version, installed_at) "
         f"VALUES (true, {SUPPORTED_SCHEMA_VERSION}, CURRENT_TIMESTAMP)"
     )
     return statements
@@ -835,7 +864,7 @@ def sqlite_ddl() -> list[str]:
     for table in TABLES:
         statements.extend(table.sqlite())
     statements.append(
-        'INSERT INTO "ob_schema_version" (singleton, version, installed_at) '
+        f'INSERT INTO "{VERSION_TABLE}" (singleton, version, installed_at) '
         f"VALUES (1, {SUPPORTED_SCHEMA_VERSION}, "
         "strftime('%Y-%m-%d %H:%M:%f', 'now'))"
     )
