@@ -1,127 +1,189 @@
 """
 The oxide-batch metadata schema version 4, table for table.
 
-Every model is unmanaged (indexes are declared in :mod:`batchboard.schema`,
-whose names exceed what Django's ``Meta.indexes`` accepts): the tables belong to oxide-batch's schema, created
+Every model is unmanaged: the tables belong to oxide-batch's schema, created
 by batchboard's migration in managed mode (from :mod:`batchboard.schema`) or
-by oxide-batch itself in attached mode. Payload columns (contexts,
-checkpoints, fault state, partition contexts, component state, manifests and
-parameter values) are mapped so that the write side can record them; no view,
-template or log may render them.
+by oxide-batch itself in attached mode, and the suite checks each model
+against that description column for column. Indexes are declared only
+there (their names exceed what Django's ``Meta.indexes`` accepts); unique
+constraints are read from it. Payload columns (contexts, checkpoints, fault
+state, partition contexts, component state, manifests and parameter values)
+are mapped so that the write side can record them; no view, template or log
+may render them.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
 
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import schema
-
-
-class Status(models.TextChoices):
-    STARTING = "STARTING", _("Starting")
-    STARTED = "STARTED", _("Started")
-    STOPPING = "STOPPING", _("Stopping")
-    STOPPED = "STOPPED", _("Stopped")
-    FAILED = "FAILED", _("Failed")
-    COMPLETED = "COMPLETED", _("Completed")
-    ABANDONED = "ABANDONED", _("Abandoned")
-    UNKNOWN = "UNKNOWN", _("Unknown")
-
-    @classmethod
-    def unresolved(cls) -> tuple[str, ...]:
-        return schema.UNRESOLVED
-
-    @classmethod
-    def finished(cls) -> tuple[str, ...]:
-        return schema.FINISHED
-
-
-FailureCategory = models.TextChoices(  # type: ignore[misc]
-    "FailureCategory", [(value, value) for value in schema.FAILURE_CATEGORIES]
+from batchboard.vocabulary import (
+    AUTHORIZATION_CLASSES,
+    FAILURE_CATEGORIES,
+    OUTCOME_CLASSES,
+    REJECTION_CODES,
+    STATUSES,
+    UNRESOLVED,
 )
 
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
 
-class RecoveryPriorStatus(models.TextChoices):
-    STARTING = "STARTING", _("Starting")
-    STARTED = "STARTED", _("Started")
-    STOPPING = "STOPPING", _("Stopping")
-    UNKNOWN = "UNKNOWN", _("Unknown")
-
-
-class RecoveryResult(models.TextChoices):
-    FAILED = "FAILED", _("Failed")
-    ABANDONED = "ABANDONED", _("Abandoned")
-
-
-class TransitionKind(models.TextChoices):
-    STEP_EXIT = "STEP_EXIT", _("Step exit")
-    DECIDER = "DECIDER", _("Decider")
-    COMPLETED_STEP_REUSE = "COMPLETED_STEP_REUSE", _("Completed step reuse")
-    SPLIT_AGGREGATE = "SPLIT_AGGREGATE", _("Split aggregate")
-
-
-class TerminalKind(models.TextChoices):
-    COMPLETE = "COMPLETE", _("Complete")
-    FAIL = "FAIL", _("Fail")
-    STOP = "STOP", _("Stop")
-
-
-class OperatorAction(models.TextChoices):
-    LAUNCH = "LAUNCH", _("Launch")
-    RESTART = "RESTART", _("Restart")
-    STOP = "STOP", _("Stop")
-    ABANDON = "ABANDON", _("Abandon")
-    RECOVER = "RECOVER", _("Recover")
-
-
-class AuthorizationClass(models.TextChoices):
-    READ = "READ", _("Read")
-    LIFECYCLE = "LIFECYCLE", _("Lifecycle")
-    DESTRUCTIVE = "DESTRUCTIVE", _("Destructive")
+#: The label of each word of the schema's closed sets that batchboard shows
+#: in words (admin filters and pages); the sets come from the schema.
+LABELS: Final[dict[str, _StrPromise]] = {
+    "STARTING": _("Starting"),
+    "STARTED": _("Started"),
+    "STOPPING": _("Stopping"),
+    "STOPPED": _("Stopped"),
+    "FAILED": _("Failed"),
+    "COMPLETED": _("Completed"),
+    "ABANDONED": _("Abandoned"),
+    "UNKNOWN": _("Unknown"),
+    "STEP_EXIT": _("Step exit"),
+    "DECIDER": _("Decider"),
+    "COMPLETED_STEP_REUSE": _("Completed step reuse"),
+    "SPLIT_AGGREGATE": _("Split aggregate"),
+    "COMPLETE": _("Complete"),
+    "FAIL": _("Fail"),
+    "STOP": _("Stop"),
+    "LAUNCH": _("Launch"),
+    "RESTART": _("Restart"),
+    "ABANDON": _("Abandon"),
+    "RECOVER": _("Recover"),
+    "READ": _("Read"),
+    "LIFECYCLE": _("Lifecycle"),
+    "DESTRUCTIVE": _("Destructive"),
+    "APPLIED": _("Applied"),
+    "REJECTED": _("Rejected"),
+    "HOLD": _("Hold"),
+    "RELEASE_HOLD": _("Release hold"),
+    "APPLY_PURGE": _("Apply purge"),
+    "INLINE": _("Inline"),
+    "EXTERNAL": _("External"),
+}
 
 
-class OutcomeClass(models.TextChoices):
-    APPLIED = "APPLIED", _("Applied")
-    REJECTED = "REJECTED", _("Rejected")
+def labelled(values: tuple[str, ...]) -> list[tuple[str, _StrPromise]]:
+    """Return the choices for the closed set ``values``, labelled in words."""
+    return [(value, LABELS[value]) for value in values]
 
 
-RejectionCode = models.TextChoices(  # type: ignore[misc]
-    "RejectionCode", [(value, value) for value in schema.REJECTION_CODES]
-)
+def coded(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """
+    Return the choices for a set of oxide-batch codes.
+
+    Failure categories and rejection codes are codes, not words: each is
+    shown as the words it spells.
+    """
+    return [(value, value.replace("_", " ").title()) for value in values]
 
 
-class RetentionActionKind(models.TextChoices):
-    HOLD = "HOLD", _("Hold")
-    RELEASE_HOLD = "RELEASE_HOLD", _("Release hold")
-    APPLY_PURGE = "APPLY_PURGE", _("Apply purge")
+STATUS_CHOICES: Final = labelled(STATUSES)
+FAILURE_CATEGORY_CHOICES: Final = coded(FAILURE_CATEGORIES)
+OUTCOME_CHOICES: Final = labelled(OUTCOME_CLASSES)
+
+UNRESOLVED_Q = Q(status__in=UNRESOLVED)
+
+_TABLES: Final = {table.name: table for table in schema.TABLES}
 
 
-class PayloadKind(models.TextChoices):
-    INLINE = "INLINE", _("Inline")
-    EXTERNAL = "EXTERNAL", _("External")
+def unique_constraints(table: str) -> list[models.BaseConstraint]:
+    """
+    Return the unique constraints the schema declares on ``table``.
+
+    They name columns, which Django accepts for a foreign key's field, and
+    keep the schema's constraint names.
+    """
+    return [
+        models.UniqueConstraint(fields=list(columns), name=name)
+        for name, columns in _TABLES[table].uniques
+    ]
 
 
-UNRESOLVED_Q = Q(status__in=schema.UNRESOLVED)
+class MetadataModel(models.Model):
+    """A table of the oxide-batch schema, which batchboard never alters."""
+
+    class Meta:
+        abstract = True
+        managed = False
 
 
-class SchemaVersion(models.Model):
+class Identified(MetadataModel):
+    """A table keyed by an identity column, ``id``."""
+
+    id = models.BigAutoField(primary_key=True)
+
+    class Meta(MetadataModel.Meta):
+        abstract = True
+
+
+class ContextDescriptor(models.Model):
+    """A context descriptor: format, schema, schema version and payload."""
+
+    context_format = models.SmallIntegerField()
+    context_schema = models.CharField(max_length=128)
+    context_schema_version = models.IntegerField()
+    context_payload = models.JSONField()
+
+    class Meta:
+        abstract = True
+
+
+class ItemCounts(models.Model):
+    """The item counters of a step execution and of a step partition."""
+
+    read_count = models.BigIntegerField(default=0)
+    processed_count = models.BigIntegerField(default=0)
+    write_count = models.BigIntegerField(default=0)
+    filter_count = models.BigIntegerField(default=0)
+    commit_count = models.BigIntegerField(default=0)
+    rollback_count = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class Execution(ContextDescriptor):
+    """
+    What job and step executions record alike: status, exit code, context,
+    failure, lifecycle times and the row version.
+    """
+
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES)
+    exit_code = models.CharField(max_length=64)
+    failure_category = models.CharField(
+        max_length=32, choices=FAILURE_CATEGORY_CHOICES, null=True, blank=True
+    )
+    failure_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField()
+    version = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class SchemaVersion(MetadataModel):
     singleton = models.BooleanField(primary_key=True, default=True)
     version = models.IntegerField()
     installed_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
-        db_table = "ob_schema_version"
+    class Meta(MetadataModel.Meta):
+        db_table = schema.VERSION_TABLE
         verbose_name = _("schema version")
 
     def __str__(self) -> str:
         return f"oxide-batch schema {self.version}"
 
 
-class JobDefinition(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class JobDefinition(Identified):
     job_name = models.CharField(max_length=128)
     definition_revision = models.CharField(max_length=128)
     manifest_format = models.SmallIntegerField()
@@ -130,26 +192,16 @@ class JobDefinition(models.Model):
     manifest = models.JSONField()
     registered_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_job_definition"
         verbose_name = _("job definition")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["job_name", "definition_revision"],
-                name="ob_job_definition_revision_unique",
-            ),
-            models.UniqueConstraint(
-                fields=["job_name", "manifest_digest"],
-                name="ob_job_definition_manifest_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"{self.job_name} @ {self.definition_revision}"
 
 
-class DefinitionUpgrade(models.Model):
+class DefinitionUpgrade(MetadataModel):
     pk = models.CompositePrimaryKey("from_definition", "to_definition")
     from_definition = models.ForeignKey(
         JobDefinition, models.PROTECT, db_column="from_definition_id", related_name="+"
@@ -161,23 +213,16 @@ class DefinitionUpgrade(models.Model):
     step_mapping = models.JSONField()
     registered_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_definition_upgrade"
         verbose_name = _("definition upgrade")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["to_definition", "upgrade_key"],
-                name="ob_definition_upgrade_target_key_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"{self.from_definition_id} -> {self.to_definition_id}"
 
 
-class JobInstance(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class JobInstance(Identified):
     job_name = models.CharField(max_length=128)
     instance_key = models.BinaryField()
     # Values are redacted everywhere unless the viewer holds
@@ -188,16 +233,10 @@ class JobInstance(models.Model):
     hold_reason = models.CharField(max_length=64, null=True, blank=True)
     hold_placed_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_job_instance"
         verbose_name = _("job instance")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["job_name", "instance_key"],
-                name="ob_job_instance_identity_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
         permissions = [
             ("view_parameter_values", _("Can view job parameter values")),
         ]
@@ -214,8 +253,7 @@ class JobInstance(models.Model):
         return bytes(self.instance_key).hex()
 
 
-class JobExecution(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class JobExecution(Execution, Identified):
     job_instance = models.ForeignKey(
         JobInstance, models.PROTECT, related_name="executions"
     )
@@ -235,28 +273,12 @@ class JobExecution(models.Model):
         "self", models.PROTECT, null=True, blank=True, related_name="restarts"
     )
     attempt = models.IntegerField()
-    status = models.CharField(max_length=16, choices=Status.choices)
-    exit_code = models.CharField(max_length=64)
     parameters = models.JSONField()
-    context_format = models.SmallIntegerField()
-    context_schema = models.CharField(max_length=128)
-    context_schema_version = models.IntegerField()
-    context_payload = models.JSONField()
-    failure_category = models.CharField(
-        max_length=32, choices=FailureCategory.choices, null=True, blank=True
-    )
-    failure_id = models.BigIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField()
-    started_at = models.DateTimeField(null=True, blank=True)
-    ended_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField()
-    version = models.BigIntegerField(default=0)
     owner_token = models.BinaryField(null=True, blank=True)
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     stop_requested_by = models.CharField(max_length=128, null=True, blank=True)
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_job_execution"
         verbose_name = _("job execution")
         # The authorization classes of operator actions (Read is the view
@@ -273,10 +295,8 @@ class JobExecution(models.Model):
             ),
         ]
         constraints = [
-            models.UniqueConstraint(
-                fields=["job_instance", "attempt"],
-                name="ob_job_execution_attempt_unique",
-            ),
+            *unique_constraints(db_table),
+            # A partial unique index in the schema.
             models.UniqueConstraint(
                 fields=["job_instance"],
                 condition=UNRESOLVED_Q,
@@ -289,44 +309,22 @@ class JobExecution(models.Model):
 
     @property
     def unresolved(self) -> bool:
-        return self.status in schema.UNRESOLVED
+        return self.status in UNRESOLVED
 
     @property
     def owner_recorded(self) -> bool:
         return self.owner_token is not None
 
 
-class StepExecution(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class StepExecution(Execution, ItemCounts, Identified):
     job_execution = models.ForeignKey(
         JobExecution, models.PROTECT, related_name="steps"
     )
     step_name = models.CharField(max_length=128)
-    status = models.CharField(max_length=16, choices=Status.choices)
-    exit_code = models.CharField(max_length=64)
-    read_count = models.BigIntegerField(default=0)
-    processed_count = models.BigIntegerField(default=0)
-    write_count = models.BigIntegerField(default=0)
-    filter_count = models.BigIntegerField(default=0)
-    commit_count = models.BigIntegerField(default=0)
-    rollback_count = models.BigIntegerField(default=0)
     checkpoint_format = models.SmallIntegerField()
     checkpoint_schema = models.CharField(max_length=128)
     checkpoint_schema_version = models.IntegerField()
     checkpoint_payload = models.JSONField()
-    context_format = models.SmallIntegerField()
-    context_schema = models.CharField(max_length=128)
-    context_schema_version = models.IntegerField()
-    context_payload = models.JSONField()
-    failure_category = models.CharField(
-        max_length=32, choices=FailureCategory.choices, null=True, blank=True
-    )
-    failure_id = models.BigIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField()
-    started_at = models.DateTimeField(null=True, blank=True)
-    ended_at = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField()
-    version = models.BigIntegerField(default=0)
     step_logical_id = models.CharField(max_length=128)
     read_retry_count = models.BigIntegerField(default=0)
     process_retry_count = models.BigIntegerField(default=0)
@@ -343,55 +341,39 @@ class StepExecution(models.Model):
     fault_state_payload = models.JSONField()
     fault_state_checksum = models.BinaryField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_step_execution"
         verbose_name = _("step execution")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["job_execution", "step_name"],
-                name="ob_step_execution_name_unique",
-            ),
-            models.UniqueConstraint(
-                fields=["job_execution", "step_logical_id"],
-                name="ob_step_execution_logical_id_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"step #{self.pk} {self.step_name} ({self.status})"
 
 
-class RecoveryDecision(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class RecoveryDecision(Identified):
     job_execution = models.ForeignKey(
         JobExecution, models.PROTECT, related_name="recovery_decisions"
     )
     execution_version = models.BigIntegerField()
-    prior_status = models.CharField(max_length=16, choices=RecoveryPriorStatus.choices)
-    resulting_status = models.CharField(max_length=16, choices=RecoveryResult.choices)
+    prior_status = models.CharField(max_length=16, choices=labelled(UNRESOLVED))
+    resulting_status = models.CharField(
+        max_length=16, choices=labelled(schema.RECOVERY_RESULTS)
+    )
     reason_code = models.CharField(max_length=64)
     operator_reference = models.CharField(max_length=128)
     evidence_digest = models.BinaryField()
     decided_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_recovery_decision"
         verbose_name = _("recovery decision")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["job_execution", "execution_version"],
-                name="ob_recovery_decision_version_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"recovery #{self.pk} {self.prior_status} -> {self.resulting_status}"
 
 
-class FlowDecision(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class FlowDecision(Identified):
     job_execution = models.ForeignKey(
         JobExecution, models.PROTECT, related_name="flow_decisions"
     )
@@ -405,35 +387,29 @@ class FlowDecision(models.Model):
     source_node_id = models.CharField(max_length=128)
     observed_outcome = models.CharField(max_length=64)
     target_node_id = models.CharField(max_length=128, null=True, blank=True)
-    transition_kind = models.CharField(max_length=32, choices=TransitionKind.choices)
+    transition_kind = models.CharField(
+        max_length=32, choices=labelled(schema.TRANSITION_KINDS)
+    )
     terminal_kind = models.CharField(
-        max_length=16, choices=TerminalKind.choices, null=True, blank=True
+        max_length=16,
+        choices=labelled(schema.TERMINAL_KINDS),
+        null=True,
+        blank=True,
     )
     plan_fingerprint = models.BinaryField()
     input_digest = models.BinaryField()
     decided_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_flow_decision"
         verbose_name = _("flow decision")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["job_execution", "sequence"],
-                name="ob_flow_decision_sequence_unique",
-            ),
-            models.UniqueConstraint(
-                fields=["job_execution", "source_node_id"],
-                name="ob_flow_decision_source_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"decision #{self.pk} {self.source_node_id}"
 
 
-class OperatorRequest(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class OperatorRequest(Identified):
     job_instance = models.ForeignKey(
         JobInstance,
         models.PROTECT,
@@ -448,9 +424,9 @@ class OperatorRequest(models.Model):
         blank=True,
         related_name="operator_requests",
     )
-    action = models.CharField(max_length=16, choices=OperatorAction.choices)
+    action = models.CharField(max_length=16, choices=labelled(schema.OPERATOR_ACTIONS))
     authorization_class = models.CharField(
-        max_length=16, choices=AuthorizationClass.choices
+        max_length=16, choices=labelled(AUTHORIZATION_CLASSES)
     )
     operation_id = models.CharField(max_length=64)
     actor_ref = models.CharField(max_length=128)
@@ -458,34 +434,27 @@ class OperatorRequest(models.Model):
     request_digest = models.BinaryField()
     observed_version = models.BigIntegerField(null=True, blank=True)
     prior_status = models.CharField(
-        max_length=16, choices=Status.choices, null=True, blank=True
+        max_length=16, choices=STATUS_CHOICES, null=True, blank=True
     )
     result_status = models.CharField(
-        max_length=16, choices=Status.choices, null=True, blank=True
+        max_length=16, choices=STATUS_CHOICES, null=True, blank=True
     )
-    outcome_class = models.CharField(max_length=16, choices=OutcomeClass.choices)
+    outcome_class = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     rejection_code = models.CharField(
-        max_length=32, choices=RejectionCode.choices, null=True, blank=True
+        max_length=32, choices=coded(REJECTION_CODES), null=True, blank=True
     )
     requested_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_operator_request"
         verbose_name = _("operator request")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["action", "operation_id"],
-                name="ob_operator_request_identity_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"{self.action} {self.operation_id} ({self.outcome_class})"
 
 
-class RetentionAction(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class RetentionAction(Identified):
     job_instance = models.ForeignKey(
         JobInstance,
         models.PROTECT,
@@ -493,7 +462,7 @@ class RetentionAction(models.Model):
         blank=True,
         related_name="retention_actions",
     )
-    action = models.CharField(max_length=16, choices=RetentionActionKind.choices)
+    action = models.CharField(max_length=16, choices=labelled(schema.RETENTION_ACTIONS))
     operation_id = models.CharField(max_length=64)
     actor_ref = models.CharField(max_length=128)
     reason_code = models.CharField(max_length=64)
@@ -506,26 +475,19 @@ class RetentionAction(models.Model):
     deleted_step_executions = models.BigIntegerField(default=0)
     deleted_job_executions = models.BigIntegerField(default=0)
     deleted_job_instances = models.BigIntegerField(default=0)
-    outcome_class = models.CharField(max_length=16, choices=OutcomeClass.choices)
+    outcome_class = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     applied_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_retention_action"
         verbose_name = _("retention action")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["action", "operation_id"],
-                name="ob_retention_action_identity_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"{self.action} {self.operation_id}"
 
 
-class StepPartition(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class StepPartition(ItemCounts, ContextDescriptor, Identified):
     step_execution = models.ForeignKey(
         StepExecution, models.PROTECT, related_name="partitions"
     )
@@ -534,42 +496,21 @@ class StepPartition(models.Model):
     )
     partition_key = models.CharField(max_length=128)
     partition_ordinal = models.IntegerField()
-    status = models.CharField(max_length=16, choices=Status.choices)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES)
     exit_code = models.CharField(max_length=64, null=True, blank=True)
-    read_count = models.BigIntegerField(default=0)
-    processed_count = models.BigIntegerField(default=0)
-    write_count = models.BigIntegerField(default=0)
-    filter_count = models.BigIntegerField(default=0)
-    commit_count = models.BigIntegerField(default=0)
-    rollback_count = models.BigIntegerField(default=0)
-    context_format = models.SmallIntegerField()
-    context_schema = models.CharField(max_length=128)
-    context_schema_version = models.IntegerField()
-    context_payload = models.JSONField()
     context_checksum = models.BinaryField()
     version = models.BigIntegerField(default=0)
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_step_partition"
         verbose_name = _("step partition")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["step_execution", "partition_key"],
-                name="ob_step_partition_key_unique",
-            ),
-            models.UniqueConstraint(
-                fields=["step_execution", "partition_ordinal"],
-                name="ob_step_partition_ordinal_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"partition #{self.pk} {self.partition_key}"
 
 
-class ComponentState(models.Model):
-    id = models.BigAutoField(primary_key=True)
+class ComponentState(Identified):
     step_execution = models.ForeignKey(
         StepExecution, models.PROTECT, related_name="component_states"
     )
@@ -581,23 +522,19 @@ class ComponentState(models.Model):
     checksum_algorithm = models.SmallIntegerField()
     checksum_algorithm_version = models.SmallIntegerField()
     checksum = models.BinaryField()
-    payload_kind = models.CharField(max_length=16, choices=PayloadKind.choices)
+    payload_kind = models.CharField(
+        max_length=16, choices=labelled(schema.PAYLOAD_KINDS)
+    )
     payload = models.BinaryField(null=True, blank=True)
     external_content_id = models.BinaryField(null=True, blank=True)
     external_encoded_len = models.BigIntegerField(null=True, blank=True)
     version = models.BigIntegerField(default=0)
     updated_at = models.DateTimeField()
 
-    class Meta:
-        managed = False
+    class Meta(MetadataModel.Meta):
         db_table = "ob_component_state"
         verbose_name = _("component state")
-        constraints = [
-            models.UniqueConstraint(
-                fields=["step_execution", "namespace"],
-                name="ob_component_state_namespace_unique",
-            ),
-        ]
+        constraints = unique_constraints(db_table)
 
     def __str__(self) -> str:
         return f"component state #{self.pk} {self.namespace}"
