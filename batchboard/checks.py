@@ -11,6 +11,7 @@ from django.db import DatabaseError, connections
 from django.db.migrations.recorder import MigrationRecorder
 
 from batchboard import conf, schema
+from batchboard.vocabulary import MAX_PAGE_SIZE, MIN_PAGE_SIZE
 
 
 def setting_hint(alias: str) -> str:
@@ -85,40 +86,40 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         )
     errors.extend(_action_database_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
-    if not isinstance(page_size, int) or not 1 <= page_size <= 500:
+    if not isinstance(page_size, int) or not (
+        MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
+    ):
         errors.append(
             Error(
                 f"BATCHBOARD['PAGE_SIZE'] is {page_size!r}.",
-                hint="Use a whole number from 1 to 500.",
+                hint=f"Use a whole number from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}.",
                 id="batchboard.E004",
             )
         )
     return errors
 
 
-ACTION_ROLES = ("OPERATOR", "RETENTION")
-
-
 def _action_database_errors() -> list[CheckMessage]:
     """Validate ``ACTION_DATABASES``: known roles, defined aliases."""
     configured = conf.get_config().get("ACTION_DATABASES") or {}
     if not isinstance(configured, dict):
+        example = ", ".join(f'"{role}": "<alias>"' for role in conf.ACTION_ROLES)
         return [
             Error(
                 "BATCHBOARD['ACTION_DATABASES'] must be a dict.",
-                hint='Use {"OPERATOR": "<alias>", "RETENTION": "<alias>"}, or '
-                "leave it out to write through BATCHBOARD['DATABASE'].",
+                hint=f"Use {{{example}}}, or leave it out to write through "
+                "BATCHBOARD['DATABASE'].",
                 id="batchboard.E005",
             )
         ]
     errors: list[CheckMessage] = []
-    unknown = sorted(str(role) for role in configured if role not in ACTION_ROLES)
+    unknown = sorted(str(role) for role in configured if role not in conf.ACTION_ROLES)
     if unknown:
         errors.append(
             Error(
                 f"BATCHBOARD['ACTION_DATABASES'] has unknown roles: "
                 f"{', '.join(unknown)}.",
-                hint=f"Known roles: {', '.join(ACTION_ROLES)}.",
+                hint=f"Known roles: {', '.join(conf.ACTION_ROLES)}.",
                 id="batchboard.E005",
             )
         )
@@ -150,7 +151,7 @@ def _schema_version(alias: str) -> tuple[str, int | None]:
                 "to_regclass(%s) IS NOT NULL, %s = ANY(current_schemas(false))",
                 [
                     schema.SCHEMA_NAME,
-                    f"{schema.SCHEMA_NAME}.ob_schema_version",
+                    f"{schema.SCHEMA_NAME}.{schema.VERSION_TABLE}",
                     schema.SCHEMA_NAME,
                 ],
             )
@@ -164,11 +165,11 @@ def _schema_version(alias: str) -> tuple[str, int | None]:
         else:
             cursor.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s",
-                ["ob_schema_version"],
+                [schema.VERSION_TABLE],
             )
             if cursor.fetchone() is None:
                 return "no-schema", None
-        cursor.execute("SELECT version FROM ob_schema_version")
+        cursor.execute(f"SELECT version FROM {schema.VERSION_TABLE}")
         row = cursor.fetchone()
     if row is None:
         return "no-row", None
@@ -227,7 +228,7 @@ def schema_messages(alias: str) -> list[CheckMessage]:
         return [
             Error(
                 f"The metadata database {alias!r} has no oxide-batch schema "
-                f"({schema.SCHEMA_NAME}.ob_schema_version not found).",
+                f"({schema.SCHEMA_NAME}.{schema.VERSION_TABLE} not found).",
                 hint=f"{setting_hint_text} In attached mode batchboard never creates "
                 "the schema: run oxide-batch's migrator there first, or set "
                 "BATCHBOARD_SCHEMA=managed for a database of batchboard's own.",
@@ -237,7 +238,7 @@ def schema_messages(alias: str) -> list[CheckMessage]:
     if state == "no-row":
         return [
             Error(
-                f"ob_schema_version in {alias!r} has no row.",
+                f"{schema.VERSION_TABLE} in {alias!r} has no row.",
                 hint="The schema is incomplete: re-run oxide-batch's migrator "
                 "(attached) or recreate the database (managed).",
                 id="batchboard.E012",

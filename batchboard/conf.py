@@ -19,6 +19,11 @@ MANAGED = "managed"
 ATTACHED = "attached"
 SCHEMA_MODES = (MANAGED, ATTACHED)
 
+#: The roles ``ACTION_DATABASES`` may give a login of their own.
+OPERATOR = "OPERATOR"
+RETENTION = "RETENTION"
+ACTION_ROLES = (OPERATOR, RETENTION)
+
 DEFAULTS: dict[str, Any] = {
     # Database alias that holds the oxide-batch metadata tables.
     "DATABASE": "default",
