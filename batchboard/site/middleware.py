@@ -7,19 +7,30 @@ from collections.abc import Callable
 
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 
 from batchboard.site.database import explain_database_error
 
 logger = logging.getLogger("batchboard.site")
 
-PAGE = (
-    '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-    "<title>batchboard: database unavailable</title></head><body>"
-    "<h1>batchboard cannot read its database right now.</h1>"
-    "<p>The administrator can run <code>manage.py check --database "
-    "batchboard</code> (or <code>--database default</code>) to see why.</p>"
-    "</body></html>"
-)
+
+def unavailable_page() -> str:
+    """Return the page a visitor sees while the database fails, translated."""
+    advice = format_html(
+        _("The administrator can run {command} (or {alternative}) to see why."),
+        command=format_html("<code>{}</code>", "manage.py check --database batchboard"),
+        alternative=format_html("<code>{}</code>", "--database default"),
+    )
+    return format_html(
+        '<!doctype html><html lang="{}"><head><meta charset="utf-8">'
+        "<title>{}</title></head><body><h1>{}</h1><p>{}</p></body></html>",
+        get_language() or "en",
+        _("batchboard: database unavailable"),
+        _("batchboard cannot read its database right now."),
+        advice,
+    )
 
 
 class DatabaseUnavailableMiddleware:
@@ -42,4 +53,6 @@ class DatabaseUnavailableMiddleware:
         if not isinstance(exception, DatabaseError):
             return None
         logger.error("batchboard: %s", explain_database_error(exception))
-        return HttpResponse(PAGE, status=503, headers={"Retry-After": "30"})
+        return HttpResponse(
+            unavailable_page(), status=503, headers={"Retry-After": "30"}
+        )

@@ -10,9 +10,10 @@ from django.contrib.auth.models import Permission, User
 from django.db import OperationalError, connections
 from django.test import Client, RequestFactory, override_settings
 from django.urls import reverse
+from django.utils import translation
 
 from batchboard import conf, schema
-from batchboard.site.middleware import DatabaseUnavailableMiddleware
+from batchboard.site.middleware import DatabaseUnavailableMiddleware, unavailable_page
 from tests.site.commands import manage
 
 pytestmark = pytest.mark.slow
@@ -219,6 +220,15 @@ def test_middleware_answers_connection_failures() -> None:
     assert response is not None
     assert response.status_code == 503
     assert response["Retry-After"] == "30"
+
+
+def test_unavailable_page_follows_the_active_language() -> None:
+    """The 503 page is translated: its language is the request's."""
+    with translation.override("fr"):
+        page = unavailable_page()
+    assert page.startswith('<!doctype html><html lang="fr">')
+    assert "<code>manage.py check --database batchboard</code>" in page
+    assert "<title>batchboard: database unavailable</title>" in page
 
 
 def test_managed_migrate_over_an_existing_schema_says_attach(tmp_path: Path) -> None:
