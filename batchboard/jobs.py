@@ -74,16 +74,9 @@ from batchboard.repository import (
     RepositoryError,
     StaleVersion,
     StatePayload,
+    lifecycle,
 )
 from batchboard.repository.executions import EMPTY_CONTEXT_SCHEMA
-from batchboard.repository.lifecycle import (
-    COMPLETED,
-    FAILED,
-    STARTED,
-    STARTING,
-    STOPPED,
-    STOPPING,
-)
 
 logger = logging.getLogger("batchboard.jobs")
 
@@ -413,7 +406,7 @@ class _Run:
         self.execution = control.execution
         if control.should_stop:
             raise StopRequested()
-        if control.execution.status not in (STARTING, STARTED):
+        if control.execution.status not in (lifecycle.STARTING, lifecycle.STARTED):
             raise ExecutionNoLongerActive()
 
     def execute(self, *, reraise: bool) -> JobExecution:
@@ -430,24 +423,24 @@ class _Run:
         try:
             self.observe(force=True)
             self.execution = repo.transition_execution(
-                self.execution.pk, self.execution.version, STARTED
+                self.execution.pk, self.execution.version, lifecycle.STARTED
             )
             for step in self.job.steps:
                 if self._completed_before(step.name):
                     continue
                 self._run_step(step)
         except StopRequested:
-            return self._finish(STOPPED)
+            return self._finish(lifecycle.STOPPED)
         except KeyboardInterrupt:
-            self._finish(STOPPED)
+            self._finish(lifecycle.STOPPED)
             raise
         except Exception as error:
             failure = self._failure(error)
-            final = self._finish(FAILED, failure)
+            final = self._finish(lifecycle.FAILED, failure)
             if reraise:
                 raise
             return final
-        return self._finish(COMPLETED)
+        return self._finish(lifecycle.COMPLETED)
 
     def _completed_before(self, name: str) -> bool:
         latest = (
@@ -460,22 +453,24 @@ class _Run:
             .values_list("status", flat=True)
             .first()
         )
-        return latest == COMPLETED
+        return latest == lifecycle.COMPLETED
 
     def _run_step(self, step: _Step) -> None:
         repo = self.repo
         row = repo.create_flow_step(self.execution.pk, step.name, step.name)
-        row = repo.transition_step(row.pk, row.version, STARTED)
+        row = repo.transition_step(row.pk, row.version, lifecycle.STARTED)
         context = StepContext(self, row)
         try:
             step.function(context)
         except (StopRequested, KeyboardInterrupt):
-            self._end_step(context, STOPPED)
+            self._end_step(context, lifecycle.STOPPED)
             raise
         except Exception as error:
-            self._end_step(context, FAILED, self._failure(error, step=step.name))
+            self._end_step(
+                context, lifecycle.FAILED, self._failure(error, step=step.name)
+            )
             raise
-        self._end_step(context, COMPLETED)
+        self._end_step(context, lifecycle.COMPLETED)
 
     def _failure(self, error: BaseException, *, step: str | None = None) -> Failure:
         cached = getattr(error, "_batchboard_failure", None)
@@ -501,17 +496,30 @@ class _Run:
             error._batchboard_failure = failure  # type: ignore[attr-defined]
         return failure
 
+    def _not_recorded(self, what: str, error: RepositoryError) -> None:
+        # Repository errors name ids and statuses only, never data.
+        logger.error(
+            "batchboard job %s: could not record the end of %s (%s)",
+            self.job.name,
+            what,
+            error,
+        )
+
     def _end_step(
         self, context: StepContext, status: str, failure: Failure | None = None
     ) -> None:
         try:
             row = self.repo.get_step(context.row.pk)
-            if row.status == STARTING:
+            if row.status == lifecycle.STARTING:
                 # A step may stop or fail before it ever started.
-                if status == STOPPED:
-                    row = self.repo.transition_step(row.pk, row.version, STOPPING)
-                elif status == COMPLETED:
-                    row = self.repo.transition_step(row.pk, row.version, STARTED)
+                if status == lifecycle.STOPPED:
+                    row = self.repo.transition_step(
+                        row.pk, row.version, lifecycle.STOPPING
+                    )
+                elif status == lifecycle.COMPLETED:
+                    row = self.repo.transition_step(
+                        row.pk, row.version, lifecycle.STARTED
+                    )
             if row.status not in vocabulary.FINISHED:
                 row = self.repo.transition_step(
                     row.pk, row.version, status, failure=failure
@@ -520,12 +528,7 @@ class _Run:
                 row.pk, row.version, row.status
             )
         except RepositoryError as error:
-            logger.error(
-                "batchboard job %s: could not record the end of step %s (%s)",
-                self.job.name,
-                context.row.step_name,
-                error,
-            )
+            self._not_recorded(f"step {context.row.step_name}", error)
 
     def _finish(self, status: str, failure: Failure | None = None) -> JobExecution:
         repo = self.repo
@@ -540,12 +543,12 @@ class _Run:
                     execution.status,
                 )
                 return execution
-            if execution.status == STOPPING and status == COMPLETED:
+            if execution.status == lifecycle.STOPPING and status == lifecycle.COMPLETED:
                 # A stop observed after the last commit still wins.
-                status = STOPPED
-            if execution.status == STARTING and status != FAILED:
+                status = lifecycle.STOPPED
+            if execution.status == lifecycle.STARTING and status != lifecycle.FAILED:
                 execution = repo.transition_execution(
-                    execution.pk, execution.version, STOPPING
+                    execution.pk, execution.version, lifecycle.STOPPING
                 )
             execution = repo.transition_execution(
                 execution.pk, execution.version, status, failure=failure
@@ -554,12 +557,7 @@ class _Run:
                 execution.pk, execution.version, execution.status
             )
         except RepositoryError as error:
-            logger.error(
-                "batchboard job %s: could not record the end of execution %s (%s)",
-                self.job.name,
-                self.execution.pk,
-                error,
-            )
+            self._not_recorded(f"execution {self.execution.pk}", error)
             return self.refresh()
         logger.info(
             "batchboard job %s: execution %s ended %s",

@@ -65,6 +65,14 @@ def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> st
     return value
 
 
+def whole_numbers(*values: object, invalid: Any) -> list[int]:
+    """Return ``values`` as ints; raise InvalidRequest(``invalid``) if one is not."""
+    try:
+        return [int(value) for value in values]  # type: ignore[call-overload]
+    except (TypeError, ValueError) as error:
+        raise InvalidRequest(invalid) from error
+
+
 def validate_operation_id(value: object) -> str:
     """Return ``value`` if it is a valid OperationId, else raise InvalidRequest."""
     return _field(value, OPERATION_ID_RE, str(_("operation id")), 64)

@@ -48,20 +48,11 @@ from batchboard.actions.results import (
 )
 from batchboard.digests import RecoveryArgument, request_digest
 from batchboard.models import JobExecution, OperatorRequest, RecoveryDecision
-from batchboard.repository import JobRepository
+from batchboard.repository import JobRepository, lifecycle
 from batchboard.repository.errors import (
     IllegalTransition,
     RestartRequiresNewAttempt,
     StaleVersion,
-)
-from batchboard.repository.lifecycle import (
-    ABANDONED,
-    FAILED,
-    STARTED,
-    STARTING,
-    STOPPED,
-    STOPPING,
-    UNKNOWN,
 )
 from batchboard.vocabulary import APPLIED, MAX_BIGINT, REJECTED, REPLAYED
 
@@ -127,19 +118,14 @@ def not_before(moment: datetime, *bounds: datetime | None) -> datetime:
 
 
 def _result(row: OperatorRequest, outcome: str, changed: bool) -> ActionResult:
-    return ActionResult(
-        outcome=outcome,
-        action=row.action,
-        operation_id=row.operation_id,
-        recorded_outcome=row.outcome_class,
-        audit_model="operatorrequest",
-        audit_id=row.pk,
+    return ActionResult.recorded(
+        row,
+        outcome,
+        changed=changed,
         rejection_code=row.rejection_code,
         prior_status=row.prior_status,
         result_status=row.result_status,
         execution_id=row.job_execution_id,
-        instance_id=row.job_instance_id,
-        changed=changed,
     )
 
 
@@ -236,15 +222,25 @@ def _compare_and_swap(execution: JobExecution, **values: Any) -> None:
 
 def _request(
     action: str,
-    *,
     user: Any,
+    execution_id: object,
+    expected_version: object,
     operation_id: str,
-    ident: int,
-    version: int,
-    reason: str | None,
+    reason_code: str | None,
     arguments: RecoveryArgument | None = None,
 ) -> Request:
-    """Return the envelope of one request, its digest bound (spec 4.2)."""
+    """
+    Validate one request and return its envelope, its digest bound (spec 4.2).
+
+    The reason is validated only for the actions that take one: STOP
+    carries none.
+    """
+    ident, version = _ids(execution_id, expected_version)
+    reason = (
+        envelope.validate_reason(reason_code, action)
+        if vocabulary.reasons_for(action)
+        else None
+    )
     return Request(
         action=action,
         operation_id=envelope.validate_operation_id(operation_id),
@@ -263,13 +259,11 @@ def _request(
 
 
 def _ids(execution_id: object, expected_version: object) -> tuple[int, int]:
-    try:
-        ident = int(execution_id)  # type: ignore[call-overload]
-        version = int(expected_version)  # type: ignore[call-overload]
-    except (TypeError, ValueError) as error:
-        raise InvalidRequest(
-            _("The execution id and version must be numbers.")
-        ) from error
+    ident, version = envelope.whole_numbers(
+        execution_id,
+        expected_version,
+        invalid=_("The execution id and version must be numbers."),
+    )
     if not (0 < ident <= MAX_BIGINT and 0 <= version <= MAX_BIGINT):
         raise InvalidRequest(_("The execution id or version is out of range."))
     return ident, version
@@ -293,19 +287,14 @@ def stop_execution(
     APPLIED without change. UNKNOWN: rejected INVALID_STATE.
     """
     permissions.require(user, vocabulary.STOP)
-    ident, version = _ids(execution_id, expected_version)
     request = _request(
-        vocabulary.STOP,
-        user=user,
-        operation_id=operation_id,
-        ident=ident,
-        version=version,
-        reason=None,
-    )
+        vocabulary.STOP, user, execution_id, expected_version, operation_id, None
+    )  # STOP carries no reason, as in oxide-batch
+    version = request.expected_version
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         status = execution.status
-        if status in (STARTING, STARTED):
+        if status in (lifecycle.STARTING, lifecycle.STARTED):
             if execution.version != version:
                 raise Rejection("OPTIMISTIC_CONFLICT")
             _compare_and_swap(
@@ -315,7 +304,7 @@ def stop_execution(
                 updated_at=not_before(at, execution.updated_at),
             )
             return Effect(execution.job_instance_id, status, status, changed=True)
-        if status == STOPPING or status in vocabulary.FINISHED:
+        if status == lifecycle.STOPPING or status in vocabulary.FINISHED:
             return Effect(execution.job_instance_id, status, status, changed=False)
         raise Rejection("INVALID_STATE")
 
@@ -342,22 +331,21 @@ def abandon_execution(
     decision UNRESOLVED_RECOVERY_REQUIRED, a moved version OPTIMISTIC_CONFLICT.
     """
     permissions.require(user, vocabulary.ABANDON)
-    ident, version = _ids(execution_id, expected_version)
-    reason = envelope.validate_reason(reason_code, vocabulary.ABANDON)
     request = _request(
         vocabulary.ABANDON,
-        user=user,
-        operation_id=operation_id,
-        ident=ident,
-        version=version,
-        reason=reason,
+        user,
+        execution_id,
+        expected_version,
+        operation_id,
+        reason_code,
     )
+    version = request.expected_version
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         status = execution.status
-        if status == ABANDONED:
+        if status == lifecycle.ABANDONED:
             return Effect(execution.job_instance_id, status, status, changed=False)
-        if status == UNKNOWN:
+        if status == lifecycle.UNKNOWN:
             decided = (
                 RecoveryDecision.objects.using(db.alias())
                 .filter(job_execution_id=execution.pk)
@@ -365,7 +353,7 @@ def abandon_execution(
             )
             if not decided:
                 raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
-        elif status not in (STOPPED, FAILED):
+        elif status not in (lifecycle.STOPPED, lifecycle.FAILED):
             raise Rejection("INVALID_STATE")
         moment = not_before(
             at,
@@ -379,13 +367,15 @@ def abandon_execution(
         # nests as a savepoint in this transaction, under the row lock.
         try:
             JobRepository(using=db.alias()).transition_execution(
-                execution.pk, version, ABANDONED, at=moment
+                execution.pk, version, lifecycle.ABANDONED, at=moment
             )
         except StaleVersion as error:
             raise Rejection("OPTIMISTIC_CONFLICT") from error
         except (IllegalTransition, RestartRequiresNewAttempt) as error:
             raise Rejection("INVALID_STATE") from error
-        return Effect(execution.job_instance_id, status, ABANDONED, changed=True)
+        return Effect(
+            execution.job_instance_id, status, lifecycle.ABANDONED, changed=True
+        )
 
     return _run(request, effect)
 
@@ -408,27 +398,26 @@ class Directive:
 
     @classmethod
     def mark_failed(cls, category: str, failure_id: int) -> Directive:
-        return cls(FAILED, category, failure_id)
+        return cls(lifecycle.FAILED, category, failure_id)
 
     @classmethod
     def abandon(cls) -> Directive:
-        return cls(ABANDONED)
+        return cls(lifecycle.ABANDONED)
 
     def validated(self) -> Directive:
-        if self.resulting_status == ABANDONED:
+        if self.resulting_status == lifecycle.ABANDONED:
             return Directive.abandon()
-        if self.resulting_status != FAILED:
+        if self.resulting_status != lifecycle.FAILED:
             raise InvalidRequest(_("The directive must be mark failed or abandon."))
         category = str(self.category or "").upper()
         if category not in vocabulary.FAILURE_CATEGORIES:
             raise InvalidRequest(_("Pick a failure category from the list."))
-        try:
-            failure_id = int(self.failure_id)  # type: ignore[arg-type]
-        except (TypeError, ValueError) as error:
-            raise InvalidRequest(_("The failure id must be a number.")) from error
+        (failure_id,) = envelope.whole_numbers(
+            self.failure_id, invalid=_("The failure id must be a number.")
+        )
         if not 0 < failure_id <= MAX_BIGINT:
             raise InvalidRequest(_("The failure id must be a positive number."))
-        return Directive(FAILED, category, failure_id)
+        return Directive(lifecycle.FAILED, category, failure_id)
 
 
 def recover_execution(
@@ -454,8 +443,6 @@ def recover_execution(
     commit together.
     """
     permissions.require(user, vocabulary.RECOVER)
-    ident, version = _ids(execution_id, expected_version)
-    reason = envelope.validate_reason(reason_code, vocabulary.RECOVER)
     directive = directive.validated()
     if not isinstance(evidence_digest, bytes | bytearray) or len(evidence_digest) != 32:
         raise InvalidRequest(_("The evidence digest must be 32 bytes."))
@@ -470,13 +457,15 @@ def recover_execution(
     )
     request = _request(
         vocabulary.RECOVER,
-        user=user,
-        operation_id=operation_id,
-        ident=ident,
-        version=version,
-        reason=reason,
-        arguments=argument,
+        user,
+        execution_id,
+        expected_version,
+        operation_id,
+        reason_code,
+        argument,
     )
+    # _request() validated the reason (RECOVER takes one) and the ids.
+    ident, version, reason = request.execution_id, request.expected_version, reason_code
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         if execution.version != version:
@@ -492,7 +481,7 @@ def recover_execution(
             raise EvidenceStale()
         if (
             unknown_commit
-            and directive.resulting_status == FAILED
+            and directive.resulting_status == lifecycle.FAILED
             and reason != "UNKNOWN_EFFECT"
         ):
             raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")

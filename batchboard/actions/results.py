@@ -18,6 +18,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db
+from batchboard.models import OperatorRequest, RetentionAction
 from batchboard.vocabulary import REJECTED, REPLAYED
 
 # Operator-facing explanations of the rejection codes an action can record.
@@ -75,6 +76,28 @@ class ActionResult:
     instance_id: int | None = None
     changed: bool = False
     counts: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def recorded(
+        cls,
+        row: OperatorRequest | RetentionAction,
+        outcome: str,
+        *,
+        changed: bool,
+        **details: Any,
+    ) -> ActionResult:
+        """Return the result told by audit row ``row``; ``details`` add the rest."""
+        return cls(
+            outcome=outcome,
+            action=row.action,
+            operation_id=row.operation_id,
+            recorded_outcome=row.outcome_class,
+            audit_model=row._meta.model_name or "",
+            audit_id=row.pk,
+            instance_id=row.job_instance_id,
+            changed=changed,
+            **details,
+        )
 
     @property
     def replayed(self) -> bool:
@@ -134,7 +157,14 @@ class InvalidRequest(ActionError):
     code = "INVALID_REQUEST"
 
 
-class OperationIdConflict(ActionError):
+class _OperationError(ActionError):
+    """An error about one operation id, which the message names."""
+
+    def __init__(self, operation_id: str) -> None:
+        super().__init__(id=operation_id)
+
+
+class OperationIdConflict(_OperationError):
     """The operation id was already used for a different request."""
 
     code = "OPERATION_ID_CONFLICT"
@@ -143,11 +173,8 @@ class OperationIdConflict(ActionError):
         "nothing was done. Reload the page to get a fresh form."
     )
 
-    def __init__(self, operation_id: str) -> None:
-        super().__init__(id=operation_id)
 
-
-class OperationOutcomeUnknown(ActionError):
+class OperationOutcomeUnknown(_OperationError):
     """The commit failed or its result was lost: the outcome is unknown."""
 
     code = "OPERATION_OUTCOME_UNKNOWN"
@@ -156,9 +183,6 @@ class OperationOutcomeUnknown(ActionError):
         "is unknown. Submit the same form again: the same operation id "
         "will report the recorded outcome, or act if nothing was recorded."
     )
-
-    def __init__(self, operation_id: str) -> None:
-        super().__init__(id=operation_id)
 
 
 class ConcurrentModification(db.ConcurrentModification, ActionError):

@@ -90,17 +90,8 @@ COUNT_FIELDS = (
 def _retention_result(
     row: RetentionAction, outcome: str, changed: bool
 ) -> ActionResult:
-    return ActionResult(
-        outcome=outcome,
-        action=row.action,
-        operation_id=row.operation_id,
-        recorded_outcome=row.outcome_class,
-        audit_model="retentionaction",
-        audit_id=row.pk,
-        instance_id=row.job_instance_id,
-        changed=changed,
-        counts={name: getattr(row, name) for name in COUNT_FIELDS},
-    )
+    counts = {name: getattr(row, name) for name in COUNT_FIELDS}
+    return ActionResult.recorded(row, outcome, changed=changed, counts=counts)
 
 
 def _probe(action: str, operation_id: str, **expected: Any) -> ActionResult | None:
@@ -124,38 +115,28 @@ def _probe(action: str, operation_id: str, **expected: Any) -> ActionResult | No
 
 
 def _hold(
-    action: str, *, user: Any, instance_id: object, reason_code: str, operation_id: str
+    action: str, user: Any, instance_id: object, reason_code: str, operation_id: str
 ) -> ActionResult:
+    """Place or release a hold (``action``): permission, then the protocol."""
     permissions.require(user, action)
     with unit.writing(db.RETENTION):
-        return _hold_protocol(
-            action,
-            user=user,
-            instance_id=instance_id,
-            reason_code=reason_code,
-            operation_id=operation_id,
-        )
+        return _hold_protocol(action, user, instance_id, reason_code, operation_id)
 
 
 def _hold_protocol(
-    action: str, *, user: Any, instance_id: object, reason_code: str, operation_id: str
+    action: str, user: Any, instance_id: object, reason_code: str, operation_id: str
 ) -> ActionResult:
-    try:
-        ident = int(instance_id)  # type: ignore[call-overload]
-    except (TypeError, ValueError) as error:
-        raise InvalidRequest(_("The instance id must be a number.")) from error
+    (ident,) = envelope.whole_numbers(
+        instance_id, invalid=_("The instance id must be a number.")
+    )
     if not 0 < ident <= MAX_BIGINT:
         raise InvalidRequest(_("The instance id is out of range."))
     reason = envelope.validate_reason(reason_code, action)
     op = envelope.validate_operation_id(operation_id)
     actor = envelope.actor_ref_for(user)
     expected = {"job_instance_id": ident, "reason_code": reason}
-    replay = _probe(action, op, **expected)
-    if replay is not None:
-        return replay
-    at = db.now()
 
-    def apply() -> ActionResult:
+    def apply(at: datetime) -> ActionResult:
         instance = (
             JobInstance.objects.using(db.alias())
             .select_for_update()
@@ -183,33 +164,21 @@ def _hold_protocol(
         )
         return _retention_result(row, APPLIED, changed=changed)
 
-    return unit.settle(op, apply, lambda: _probe(action, op, **expected))
+    return unit.decide(op, lambda: _probe(action, op, **expected), apply)
 
 
 def place_hold(
     *, user: Any, instance_id: int, reason_code: str, operation_id: str
 ) -> ActionResult:
     """Place (or overwrite) a hold on one job instance; purges then skip it."""
-    return _hold(
-        vocabulary.HOLD,
-        user=user,
-        instance_id=instance_id,
-        reason_code=reason_code,
-        operation_id=operation_id,
-    )
+    return _hold(vocabulary.HOLD, user, instance_id, reason_code, operation_id)
 
 
 def release_hold(
     *, user: Any, instance_id: int, reason_code: str, operation_id: str
 ) -> ActionResult:
     """Release the hold on one job instance (recorded even if none was placed)."""
-    return _hold(
-        vocabulary.RELEASE_HOLD,
-        user=user,
-        instance_id=instance_id,
-        reason_code=reason_code,
-        operation_id=operation_id,
-    )
+    return _hold(vocabulary.RELEASE_HOLD, user, instance_id, reason_code, operation_id)
 
 
 # -- purge plan (spec 6.2) --------------------------------------------------------
@@ -242,13 +211,11 @@ class PurgeCriteria:
             raise InvalidRequest(_("Pick at least one finished status."))
         if not wanted <= set(vocabulary.FINISHED):
             raise InvalidRequest(_("Only finished statuses can be purged."))
-        try:
-            age = int(min_age_seconds)  # type: ignore[call-overload]
-            size = int(batch)  # type: ignore[call-overload]
-        except (TypeError, ValueError) as error:
-            raise InvalidRequest(
-                _("The age and batch must be whole numbers.")
-            ) from error
+        age, size = envelope.whole_numbers(
+            min_age_seconds,
+            batch,
+            invalid=_("The age and batch must be whole numbers."),
+        )
         if not MIN_AGE_SECONDS <= age <= MAX_AGE_SECONDS:
             raise InvalidRequest(
                 _("The minimum age is one hour (3600 s) to a hundred years.")
@@ -663,13 +630,9 @@ def _purge_protocol(
     op: str,
     expected: dict[str, Any],
 ) -> ActionResult:
-    replay = _probe(vocabulary.APPLY_PURGE, op, **expected)
-    if replay is not None:
-        return replay
     actor = envelope.actor_ref_for(user)
-    at = db.now()
 
-    def apply() -> ActionResult:
+    def apply(at: datetime) -> ActionResult:
         _revalidate(criteria, candidates, at)
         counts = _delete(candidates)
         row = RetentionAction.objects.using(db.alias()).create(
@@ -690,7 +653,7 @@ def _purge_protocol(
         return _probe(vocabulary.APPLY_PURGE, op, **expected)
 
     try:
-        return unit.settle(op, apply, reprobe)
+        return unit.decide(op, reprobe, apply)
     except PlanStale:
         # A concurrent submission of the same form may have purged the
         # plan first: then this one is its replay, not a stale plan.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from datetime import datetime
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -38,6 +39,26 @@ def writing(role: str) -> Iterator[None]:
         except ImproperlyConfigured as error:
             raise ActionError(str(error)) from None
         yield
+
+
+def decide(
+    operation_id: str,
+    probe: Callable[[], ActionResult | None],
+    apply: Callable[[datetime], ActionResult],
+) -> ActionResult:
+    """
+    Report the recorded outcome of ``operation_id``, else apply it now.
+
+    ``probe`` returns the recorded outcome (REPLAYED), raises for an id used
+    by another request, or returns None for a new id; then ``apply`` runs
+    at :func:`batchboard.db.now` as one unit, settled by :func:`settle`
+    with ``probe`` as its re-probe.
+    """
+    replay = probe()
+    if replay is not None:
+        return replay
+    at = db.now()
+    return settle(operation_id, lambda: apply(at), probe)
 
 
 def settle(

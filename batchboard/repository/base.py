@@ -14,10 +14,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from batchboard import db
+from batchboard.repository.cas import ModelT, cas_update, fetch
+from batchboard.repository.validation import check_code
 
 
 class RepositoryBase:
@@ -96,3 +99,37 @@ class RepositoryBase:
         """Run the body in a savepoint so an expected conflict can be handled."""
         with transaction.atomic(using=self.alias):
             yield
+
+    def _row(self, model: type[ModelT], row_id: int, *, lock: bool = False) -> ModelT:
+        """Return row ``row_id`` of ``model`` (locked if asked) or raise not-found."""
+        return fetch(model, self.alias, row_id, lock=lock)
+
+    def _set_exit_code(
+        self, model: type[ModelT], row_id: int, expected: int, exit_code: str
+    ) -> ModelT:
+        """Set a row's exit code (and nothing else) by compare-and-swap."""
+        check_code(exit_code, "exit code")
+        with self.unit():
+            cas_update(
+                model,
+                self.alias,
+                row_id,
+                expected,
+                exit_code=exit_code,
+                updated_at=self.now(),
+                version=expected + 1,
+            )
+            return self._row(model, row_id)
+
+    def _insert(self, model: type[ModelT], **values: Any) -> ModelT | None:
+        """
+        Insert one row in a savepoint; return None if a constraint refused it.
+
+        The refusal rolls back the savepoint only, so the unit goes on to
+        report what the conflicting writer left.
+        """
+        try:
+            with self.savepoint():
+                return model._default_manager.using(self.alias).create(**values)
+        except IntegrityError:
+            return None

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import IntegrityError
-
 from batchboard import digests
 from batchboard.models import DefinitionUpgrade, JobDefinition
 from batchboard.repository.base import RepositoryBase
@@ -103,26 +101,25 @@ class DefinitionsMixin(RepositoryBase):
         if len(canonical) > MANIFEST_LIMIT:
             raise InvalidArgument(f"a manifest is at most {MANIFEST_LIMIT} bytes")
         digest = digests.sha256(canonical)
-        definitions = JobDefinition.objects.using(self.alias)
-        existing = definitions.filter(job_name=job_name, manifest_digest=digest).first()
-        if existing is not None:
-            # The digest decides identity; a different revision string for
-            # the same manifest still resolves to the registered row, as
-            # the insert-or-ignore of oxide-batch does.
-            return existing
-        try:
-            with self.savepoint():
-                return definitions.create(
-                    job_name=job_name,
-                    definition_revision=definition.revision,
-                    manifest_format=manifest_format,
-                    manifest_digest=digest,
-                    manifest=dict(definition.manifest),
-                    registered_at=self.now(),
-                )
-        except IntegrityError:
-            pass
-        existing = definitions.filter(job_name=job_name, manifest_digest=digest).first()
+        # The digest decides identity; a different revision string for the
+        # same manifest still resolves to the registered row, as the
+        # insert-or-ignore of oxide-batch does.
+        registered = JobDefinition.objects.using(self.alias).filter(
+            job_name=job_name, manifest_digest=digest
+        )
+        existing = registered.first() or self._insert(
+            JobDefinition,
+            job_name=job_name,
+            definition_revision=definition.revision,
+            manifest_format=manifest_format,
+            manifest_digest=digest,
+            manifest=dict(definition.manifest),
+            registered_at=self.now(),
+        )
+        if existing is None:
+            # Refused: a concurrent writer registered this manifest, or the
+            # revision names another manifest (drift).
+            existing = registered.first()
         if existing is None:
             raise DefinitionDrift(job_name, definition.revision)
         return existing
@@ -176,25 +173,21 @@ class DefinitionsMixin(RepositoryBase):
                 )
             if bytes(old.manifest_digest) == bytes(new.manifest_digest):
                 raise InvalidDefinitionUpgrade("the definitions have the same manifest")
-            edges = DefinitionUpgrade.objects.using(self.alias)
-            existing = edges.filter(
+            edge = DefinitionUpgrade.objects.using(self.alias).filter(
                 from_definition_id=from_definition_id, to_definition_id=to_definition_id
-            ).first()
+            )
+            existing = edge.first() or self._insert(
+                DefinitionUpgrade,
+                from_definition_id=from_definition_id,
+                to_definition_id=to_definition_id,
+                upgrade_key=upgrade_key,
+                step_mapping=mapping,
+                registered_at=self.now(),
+            )
             if existing is None:
-                try:
-                    with self.savepoint():
-                        return edges.create(
-                            from_definition_id=from_definition_id,
-                            to_definition_id=to_definition_id,
-                            upgrade_key=upgrade_key,
-                            step_mapping=mapping,
-                            registered_at=self.now(),
-                        )
-                except IntegrityError:
-                    existing = edges.filter(
-                        from_definition_id=from_definition_id,
-                        to_definition_id=to_definition_id,
-                    ).first()
+                # Refused: a concurrent writer registered the edge, or the
+                # key names another edge into the target.
+                existing = edge.first()
             if (
                 existing is None
                 or existing.upgrade_key != upgrade_key

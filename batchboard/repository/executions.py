@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import IntegrityError
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Greatest
 
 from batchboard.models import DefinitionUpgrade, JobExecution, JobInstance
-from batchboard.repository.cas import cas_transition, classify_miss
+from batchboard.repository.cas import cas_transition, cas_update, check_version
 from batchboard.repository.definitions import Definition, DefinitionsMixin
 from batchboard.repository.errors import (
     AbandonedInstance,
@@ -29,9 +28,6 @@ from batchboard.repository.errors import (
     ExecutionOwned,
     ExecutionOwnershipNotAllowed,
     IncompatibleDefinition,
-    JobExecutionNotFound,
-    JobInstanceNotFound,
-    StaleVersion,
 )
 from batchboard.repository.instances import InstancesMixin, Parameters
 from batchboard.repository.lifecycle import (
@@ -45,7 +41,7 @@ from batchboard.repository.lifecycle import (
     STOPPING,
     Failure,
 )
-from batchboard.repository.validation import check_bytes, check_code, check_name
+from batchboard.repository.validation import check_bytes, check_name
 
 #: The context every new execution and step starts with (spec 7.3).
 EMPTY_CONTEXT_SCHEMA = "oxide_batch.empty.v1"
@@ -84,10 +80,7 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
 
     def get_execution(self, execution_id: int) -> JobExecution:
         """Return execution ``execution_id`` or raise :class:`JobExecutionNotFound`."""
-        row = JobExecution.objects.using(self.alias).filter(pk=execution_id).first()
-        if row is None:
-            raise JobExecutionNotFound(execution_id)
-        return row
+        return self._row(JobExecution, execution_id)
 
     def latest_execution(self, instance_id: int) -> JobExecution | None:
         """Return the instance's highest attempt, or ``None`` before the first."""
@@ -136,14 +129,7 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
     def _create_execution(
         self, instance_id: int, definition: Definition | None
     ) -> JobExecution:
-        instance = (
-            JobInstance.objects.using(self.alias)
-            .select_for_update()
-            .filter(pk=instance_id)
-            .first()
-        )
-        if instance is None:
-            raise JobInstanceNotFound(instance_id)
+        instance = self._row(JobInstance, instance_id, lock=True)
         latest = self.latest_execution(instance_id)
         if latest is not None:
             if latest.status == COMPLETED:
@@ -164,35 +150,33 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
                 raise IncompatibleDefinition(instance_id, latest.definition_id, row.pk)
             upgrade_from = latest.definition_id
         now = self.now()
-        try:
-            with self.savepoint():
-                return JobExecution.objects.using(self.alias).create(
-                    job_instance_id=instance_id,
-                    definition_id=row.pk,
-                    upgrade_from_definition_id=upgrade_from,
-                    restart_of_execution_id=latest.pk if latest else None,
-                    attempt=(latest.attempt if latest else 0) + 1,
-                    status=STARTING,
-                    exit_code="UNKNOWN",
-                    parameters=instance.identifying_parameters,
-                    context_format=1,
-                    context_schema=EMPTY_CONTEXT_SCHEMA,
-                    context_schema_version=1,
-                    context_payload={},
-                    created_at=now,
-                    updated_at=now,
-                    version=0,
-                )
-        except IntegrityError:
-            # Only a writer that skipped the instance lock can get here (the
-            # one-unresolved index or the attempt number caught it): report
-            # what that writer left, as the lock would have.
-            current = self.latest_execution(instance_id)
-            if current is not None and current.status not in FINISHED:
-                raise ExecutionAlreadyActive(
-                    instance_id, current.pk, current.status
-                ) from None
-            raise ConcurrentModification(f"job instance {instance_id}") from None
+        created = self._insert(
+            JobExecution,
+            job_instance_id=instance_id,
+            definition_id=row.pk,
+            upgrade_from_definition_id=upgrade_from,
+            restart_of_execution_id=latest.pk if latest else None,
+            attempt=(latest.attempt if latest else 0) + 1,
+            status=STARTING,
+            exit_code="UNKNOWN",
+            parameters=instance.identifying_parameters,
+            context_format=1,
+            context_schema=EMPTY_CONTEXT_SCHEMA,
+            context_schema_version=1,
+            context_payload={},
+            created_at=now,
+            updated_at=now,
+            version=0,
+        )
+        if created is not None:
+            return created
+        # Only a writer that skipped the instance lock can get here (the
+        # one-unresolved index or the attempt number caught it): report what
+        # that writer left, as the lock would have.
+        current = self.latest_execution(instance_id)
+        if current is not None and current.status not in FINISHED:
+            raise ExecutionAlreadyActive(instance_id, current.pk, current.status)
+        raise ConcurrentModification(f"job instance {instance_id}")
 
     # -- lifecycle (spec 2.1) ---------------------------------------------------
 
@@ -214,42 +198,22 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
         :class:`InvalidTransitionTime` or :class:`JobExecutionNotFound`.
         """
         with self.unit():
-            row = self.get_execution(execution_id)
             return cas_transition(
-                row,
+                self.get_execution(execution_id),
                 using=self.alias,
                 expected=expected_version,
                 to_status=to_status,
                 at=self.instant(at),
                 failure=failure,
-                not_found=JobExecutionNotFound,
-                what=f"job execution {execution_id}",
             )
 
     def enrich_execution_exit_status(
         self, execution_id: int, expected_version: int, exit_code: str
     ) -> JobExecution:
         """Set the exit code (and nothing else) by compare-and-swap."""
-        check_code(exit_code, "exit code")
-        with self.unit():
-            now = self.now()
-            updated = (
-                JobExecution.objects.using(self.alias)
-                .filter(pk=execution_id, version=expected_version)
-                .update(
-                    exit_code=exit_code, updated_at=now, version=expected_version + 1
-                )
-            )
-            if updated != 1:
-                raise classify_miss(
-                    JobExecution,
-                    self.alias,
-                    execution_id,
-                    expected_version,
-                    JobExecutionNotFound,
-                    what=f"job execution {execution_id}",
-                )
-            return self.get_execution(execution_id)
+        return self._set_exit_code(
+            JobExecution, execution_id, expected_version, exit_code
+        )
 
     # -- ownership and stop control (spec 4.6, 7.7) -----------------------------
 
@@ -267,27 +231,16 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
         """
         token = _check_token(owner_token)
         with self.unit():
-            now = self.now()
             updated = (
                 JobExecution.objects.using(self.alias)
                 .filter(pk=execution_id, version=expected_version, status=STARTING)
                 .filter(Q(owner_token__isnull=True) | Q(owner_token=token))
-                .update(
-                    owner_token=token,
-                    updated_at=Greatest(
-                        F("updated_at"), Value(now, output_field=DateTimeField())
-                    ),
-                )
+                .update(owner_token=token, updated_at=self._touched())
             )
-            row = JobExecution.objects.using(self.alias).filter(pk=execution_id).first()
-            if updated == 1 and row is not None:
+            row = self.get_execution(execution_id)
+            if updated == 1:
                 return row
-            if row is None:
-                raise JobExecutionNotFound(execution_id)
-            if row.version != expected_version:
-                raise StaleVersion(
-                    expected_version, row.version, what=f"job execution {execution_id}"
-                )
+            check_version(row, expected_version)
             if row.status != STARTING:
                 raise ExecutionOwnershipNotAllowed(execution_id, row.status)
             raise ExecutionOwned(execution_id)
@@ -307,27 +260,26 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
         check_name(actor, "actor")
         with self.unit():
             now = self.now()
-            updated = (
-                JobExecution.objects.using(self.alias)
-                .filter(pk=execution_id, version=expected_version)
-                .update(
-                    stop_requested_at=now,
-                    stop_requested_by=actor,
-                    updated_at=Greatest(
-                        F("updated_at"), Value(now, output_field=DateTimeField())
-                    ),
-                )
+            cas_update(
+                JobExecution,
+                self.alias,
+                execution_id,
+                expected_version,
+                stop_requested_at=now,
+                stop_requested_by=actor,
+                updated_at=self._touched(now),
             )
-            if updated != 1:
-                raise classify_miss(
-                    JobExecution,
-                    self.alias,
-                    execution_id,
-                    expected_version,
-                    JobExecutionNotFound,
-                    what=f"job execution {execution_id}",
-                )
             return self.get_execution(execution_id)
+
+    def _touched(self, now: datetime | None = None) -> Greatest:
+        """
+        Return ``updated_at`` moved to now, never backwards.
+
+        Claims and stop requests are not transitions: they leave a later
+        ``updated_at`` a runtime wrote in place.
+        """
+        moment = Value(now or self.now(), output_field=DateTimeField())
+        return Greatest(F("updated_at"), moment)
 
     def observe_control(
         self, execution_id: int, owner_token: bytes, *, at: datetime | None = None
@@ -343,14 +295,7 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
         """
         token = _check_token(owner_token)
         with self.unit():
-            row = (
-                JobExecution.objects.using(self.alias)
-                .select_for_update()
-                .filter(pk=execution_id)
-                .first()
-            )
-            if row is None:
-                raise JobExecutionNotFound(execution_id)
+            row = self._row(JobExecution, execution_id, lock=True)
             owner_matches = (
                 row.owner_token is not None and bytes(row.owner_token) == token
             )
@@ -363,7 +308,5 @@ class ExecutionsMixin(InstancesMixin, DefinitionsMixin):
                     to_status=STOPPING,
                     at=self.instant(at),
                     failure=None,
-                    not_found=JobExecutionNotFound,
-                    what=f"job execution {execution_id}",
                 )
             return ExecutionControl(row, owner_matches, stop_requested)

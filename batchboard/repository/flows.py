@@ -12,14 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError
-
 from batchboard import schema
 from batchboard.models import FlowDecision, JobDefinition, JobExecution, StepExecution
 from batchboard.repository.errors import (
     FlowStateCorrupt,
     InvalidArgument,
-    JobExecutionNotFound,
 )
 from batchboard.repository.partitions import PartitionsMixin
 from batchboard.repository.validation import check_bytes, check_code, check_name
@@ -167,14 +164,7 @@ class FlowsMixin(PartitionsMixin):
         for digest in (plan_fingerprint, input_digest):
             check_bytes(digest, 32, "fingerprints and input digests are 32 bytes")
         with self.unit():
-            execution = (
-                JobExecution.objects.using(self.alias)
-                .select_for_update()
-                .filter(pk=job_execution_id)
-                .first()
-            )
-            if execution is None:
-                raise JobExecutionNotFound(job_execution_id)
+            execution = self._row(JobExecution, job_execution_id, lock=True)
             definition = JobDefinition.objects.using(self.alias).get(
                 pk=execution.definition_id
             )
@@ -228,26 +218,26 @@ class FlowsMixin(PartitionsMixin):
                 )
             elif isinstance(sequence, bool) or not 1 <= sequence <= MAX_BIGINT:
                 raise InvalidArgument("a decision sequence is a positive integer")
-            try:
-                with self.savepoint():
-                    return decisions.create(
-                        job_execution_id=job_execution_id,
-                        source_step_execution_id=source_step_execution_id,
-                        reused_decision_id=reused_decision_id,
-                        sequence=sequence,
-                        source_node_id=source_node_id,
-                        observed_outcome=observed_outcome,
-                        target_node_id=target.node,
-                        terminal_kind=target.terminal,
-                        transition_kind=transition_kind,
-                        plan_fingerprint=plan_fingerprint,
-                        input_digest=input_digest,
-                        decided_at=self.now(),
-                    )
-            except IntegrityError:
+            decision = self._insert(
+                FlowDecision,
+                job_execution_id=job_execution_id,
+                source_step_execution_id=source_step_execution_id,
+                reused_decision_id=reused_decision_id,
+                sequence=sequence,
+                source_node_id=source_node_id,
+                observed_outcome=observed_outcome,
+                target_node_id=target.node,
+                terminal_kind=target.terminal,
+                transition_kind=transition_kind,
+                plan_fingerprint=plan_fingerprint,
+                input_digest=input_digest,
+                decided_at=self.now(),
+            )
+            if decision is None:
                 raise FlowStateCorrupt(
                     "this execution already decided that sequence or source node"
-                ) from None
+                )
+            return decision
 
     def find_reusable_flow_decision(
         self,

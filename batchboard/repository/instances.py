@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import IntegrityError
-
 from batchboard import digests
 from batchboard.digests import JobParameter
 from batchboard.models import JobInstance
 from batchboard.repository.base import RepositoryBase
-from batchboard.repository.errors import InvalidArgument, JobInstanceNotFound
+from batchboard.repository.errors import InvalidArgument
 from batchboard.repository.validation import check_name, check_payload
 
 Parameters = Mapping[str, JobParameter]
@@ -68,10 +66,7 @@ class InstancesMixin(RepositoryBase):
 
     def get_instance(self, instance_id: int) -> JobInstance:
         """Return instance ``instance_id`` or raise :class:`JobInstanceNotFound`."""
-        row = JobInstance.objects.using(self.alias).filter(pk=instance_id).first()
-        if row is None:
-            raise JobInstanceNotFound(instance_id)
-        return row
+        return self._row(JobInstance, instance_id)
 
     def _select_or_create_instance(
         self, job_name: str, parameters: Parameters
@@ -81,15 +76,13 @@ class InstancesMixin(RepositoryBase):
         existing = instances.filter(job_name=job_name, instance_key=key).first()
         if existing is not None:
             return existing
-        try:
-            with self.savepoint():
-                return instances.create(
-                    job_name=job_name,
-                    instance_key=key,
-                    identifying_parameters=envelope,
-                    created_at=self.now(),
-                )
-        except IntegrityError:
-            # A concurrent launch created it first; its row is committed now
-            # (the unique index made this insert wait for that commit).
-            return instances.get(job_name=job_name, instance_key=key)
+        created = self._insert(
+            JobInstance,
+            job_name=job_name,
+            instance_key=key,
+            identifying_parameters=envelope,
+            created_at=self.now(),
+        )
+        # None: a concurrent launch created it first; its row is committed
+        # now (the unique index made this insert wait for that commit).
+        return created or instances.get(job_name=job_name, instance_key=key)

@@ -19,7 +19,7 @@ from typing import Any
 
 from batchboard import digests
 from batchboard.models import JobExecution, StepExecution, StepPartition
-from batchboard.repository.cas import cas_transition
+from batchboard.repository.cas import cas_transition, cas_update, check_version
 from batchboard.repository.errors import (
     DuplicatePartitionKey,
     EmptyPartitionPlan,
@@ -36,7 +36,6 @@ from batchboard.repository.errors import (
     PartitionWorkerAlreadyAssigned,
     PartitionWorkerMismatch,
     PartitionWorkerStale,
-    StaleVersion,
     StepExecutionNotFound,
     StepPartitionNotFound,
 )
@@ -72,15 +71,23 @@ def _key_order(partition: StepPartition) -> bytes:
     return partition.partition_key.encode("utf-8")
 
 
+def _envelope(context: StatePayload) -> bytes:
+    """Return the canonical envelope of a partition context, which its checksum covers."""
+    return digests.partition_context_envelope(
+        context.format_version, context.schema, context.schema_version, context.payload
+    )
+
+
 def verify_partition(partition: StepPartition) -> StepPartition:
     """Return ``partition`` if its stored context matches its checksum."""
+    stored = StatePayload(
+        partition.context_schema,
+        partition.context_payload,
+        partition.context_schema_version,
+        partition.context_format,
+    )
     try:
-        expected = digests.partition_context_checksum(
-            partition.context_format,
-            partition.context_schema,
-            partition.context_schema_version,
-            partition.context_payload,
-        )
+        expected = digests.sha256(_envelope(stored))
     except (TypeError, ValueError):
         expected = b""
     if bytes(partition.context_checksum) != expected:
@@ -108,10 +115,7 @@ class PartitionsMixin(StepsMixin):
 
     def get_partition(self, partition_id: int) -> StepPartition:
         """Return one partition, verified, or raise :class:`StepPartitionNotFound`."""
-        row = StepPartition.objects.using(self.alias).filter(pk=partition_id).first()
-        if row is None:
-            raise StepPartitionNotFound(partition_id)
-        return verify_partition(row)
+        return verify_partition(self._row(StepPartition, partition_id))
 
     # -- plan -----------------------------------------------------------------
 
@@ -140,12 +144,7 @@ class PartitionsMixin(StepsMixin):
             seen.add(entry.key)
             context = entry.context.validated("partition context")
             try:
-                envelope = digests.partition_context_envelope(
-                    context.format_version,
-                    context.schema,
-                    context.schema_version,
-                    context.payload,
-                )
+                envelope = _envelope(context)
             except ValueError:
                 raise InvalidArgument(
                     f"partition {ordinal} has a context with floats; use integers"
@@ -158,10 +157,7 @@ class PartitionsMixin(StepsMixin):
                 {
                     "partition_key": entry.key,
                     "partition_ordinal": ordinal,
-                    "context_format": context.format_version,
-                    "context_schema": context.schema,
-                    "context_schema_version": context.schema_version,
-                    "context_payload": dict(context.payload),
+                    **context.columns("context"),
                     "context_checksum": digests.sha256(envelope),
                 }
             )
@@ -296,7 +292,7 @@ class PartitionsMixin(StepsMixin):
             partition = self._lock_partition(partition_id)
             if parent_id in self._plans_in_this_unit():
                 raise PartitionPlanNotCommitted(parent_id)
-            self._check_partition_version(partition, expected_version)
+            check_version(partition, expected_version)
             first = (
                 partition.status == STARTING
                 and partition.worker_step_execution_id is None
@@ -307,14 +303,7 @@ class PartitionsMixin(StepsMixin):
             )
             if not (first or retry):
                 raise PartitionUpdateNotAllowed(partition_id, partition.status)
-            worker = (
-                StepExecution.objects.using(self.alias)
-                .select_for_update()
-                .filter(pk=worker_step_execution_id)
-                .first()
-            )
-            if worker is None:
-                raise StepExecutionNotFound(worker_step_execution_id)
+            worker = self._lock_step(worker_step_execution_id)
             if (
                 worker.job_execution_id != parent.job_execution_id
                 or worker.pk == parent.pk
@@ -360,7 +349,7 @@ class PartitionsMixin(StepsMixin):
                 raise PartitionWorkerMismatch(partition_id, worker_step_execution_id)
             if worker.status not in SEVERITY:
                 raise PartitionAggregationIncomplete(parent_id)
-            self._check_partition_version(partition, expected_version)
+            check_version(partition, expected_version)
             if partition.status != STARTED:
                 raise PartitionUpdateNotAllowed(partition_id, partition.status)
             values: dict[str, Any] = {
@@ -454,34 +443,16 @@ class PartitionsMixin(StepsMixin):
                 to_status=status,
                 at=self.instant(at),
                 failure=failure,
-                not_found=StepExecutionNotFound,
-                what=f"step execution {step_execution_id}",
                 extra={"exit_code": selected.exit_code, **totals},
             )
 
     # -- helpers --------------------------------------------------------------
 
     def _lock_step(self, step_execution_id: int) -> StepExecution:
-        row = (
-            StepExecution.objects.using(self.alias)
-            .select_for_update()
-            .filter(pk=step_execution_id)
-            .first()
-        )
-        if row is None:
-            raise StepExecutionNotFound(step_execution_id)
-        return row
+        return self._row(StepExecution, step_execution_id, lock=True)
 
     def _lock_partition(self, partition_id: int) -> StepPartition:
-        row = (
-            StepPartition.objects.using(self.alias)
-            .select_for_update()
-            .filter(pk=partition_id)
-            .first()
-        )
-        if row is None:
-            raise StepPartitionNotFound(partition_id)
-        return verify_partition(row)
+        return verify_partition(self._row(StepPartition, partition_id, lock=True))
 
     def _parent_of(self, partition_id: int) -> int:
         parent_id = (
@@ -501,32 +472,9 @@ class PartitionsMixin(StepsMixin):
             .exists()
         )
 
-    @staticmethod
-    def _check_partition_version(partition: StepPartition, expected: int) -> None:
-        if partition.version != expected:
-            raise StaleVersion(
-                expected, partition.version, what=f"step partition {partition.pk}"
-            )
-
     def _update_partition(
         self, partition: StepPartition, expected: int, values: dict[str, Any]
     ) -> None:
-        updated = (
-            StepPartition.objects.using(self.alias)
-            .filter(pk=partition.pk, version=expected)
-            .update(**values)
-        )
-        if updated != 1:
-            actual = (
-                StepPartition.objects.using(self.alias)
-                .filter(pk=partition.pk)
-                .values_list("version", flat=True)
-                .first()
-            )
-            if actual is None:
-                raise StepPartitionNotFound(partition.pk)
-            raise StaleVersion(
-                expected, int(actual), what=f"step partition {partition.pk}"
-            )
+        cas_update(StepPartition, self.alias, partition.pk, expected, **values)
         for name, value in values.items():
             setattr(partition, name, value)

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from django.db import IntegrityError
-
 from batchboard import digests
 from batchboard.models import (
     ComponentState,
@@ -27,13 +25,12 @@ from batchboard.models import (
     JobInstance,
     StepExecution,
 )
-from batchboard.repository.cas import cas_transition, classify_miss
+from batchboard.repository.cas import cas_transition, check_version
 from batchboard.repository.errors import (
     DuplicateStepExecution,
     InvalidArgument,
     InvalidDefinitionUpgrade,
     RestartStateNotFound,
-    StaleVersion,
     StartLimitExceeded,
     StepExecutionNotFound,
     StepNotStarted,
@@ -42,7 +39,6 @@ from batchboard.repository.executions import EMPTY_CONTEXT_SCHEMA, ExecutionsMix
 from batchboard.repository.lifecycle import STARTED, STARTING, Failure
 from batchboard.repository.validation import (
     PAYLOAD_LIMIT,
-    check_code,
     check_count,
     check_name,
     check_payload,
@@ -50,6 +46,7 @@ from batchboard.repository.validation import (
 from batchboard.vocabulary import MAX_BIGINT
 
 DEFAULT_START_LIMIT = 4_294_967_295
+FAULT_STATE_SCHEMA = "oxide-batch.fault-state"
 FAULT_STATE_LIMIT = 65_536
 COUNTERS = (
     "read_count",
@@ -115,6 +112,19 @@ class StatePayload:
             self.schema_version,
             self.format_version,
         )
+
+    def columns(self, prefix: str) -> dict[str, Any]:
+        """Return the state as the columns ``<prefix>_format``, ``_schema``, ..."""
+        return {
+            f"{prefix}_format": self.format_version,
+            f"{prefix}_schema": self.schema,
+            f"{prefix}_schema_version": self.schema_version,
+            f"{prefix}_payload": dict(self.payload),
+        }
+
+
+#: The checkpoint and context of a step that has committed nothing (spec 7.3).
+EMPTY_STATE = StatePayload(EMPTY_CONTEXT_SCHEMA, {})
 
 
 @dataclass(frozen=True)
@@ -194,6 +204,17 @@ class ChunkCounts:
     no_rollbacks: int = 0
 
 
+def fault_state_columns(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the fault-state columns recording ``payload`` and its checksum."""
+    return {
+        "fault_state_format": 1,
+        "fault_state_schema": FAULT_STATE_SCHEMA,
+        "fault_state_schema_version": 1,
+        "fault_state_payload": dict(payload),
+        "fault_state_checksum": digests.fault_state_checksum(payload),
+    }
+
+
 def check_fault_state(payload: Mapping[str, Any]) -> dict[str, Any]:
     """Return a fault-state payload if it has the envelope's shape and size."""
     value = check_payload(payload, "fault state", FAULT_STATE_LIMIT)
@@ -216,12 +237,7 @@ class StepsMixin(ExecutionsMixin):
 
     def get_step(self, step_execution_id: int) -> StepExecution:
         """Return step ``step_execution_id`` or raise :class:`StepExecutionNotFound`."""
-        row = (
-            StepExecution.objects.using(self.alias).filter(pk=step_execution_id).first()
-        )
-        if row is None:
-            raise StepExecutionNotFound(step_execution_id)
-        return row
+        return self._row(StepExecution, step_execution_id)
 
     def component_states(self, step_execution_id: int) -> list[ComponentState]:
         """Return a step's component-state rows in namespace order."""
@@ -339,28 +355,16 @@ class StepsMixin(ExecutionsMixin):
         }
         if source is None:
             values.update(
-                checkpoint_format=1,
-                checkpoint_schema=EMPTY_CONTEXT_SCHEMA,
-                checkpoint_schema_version=1,
-                checkpoint_payload={},
-                context_format=1,
-                context_schema=EMPTY_CONTEXT_SCHEMA,
-                context_schema_version=1,
-                context_payload={},
-                fault_state_payload=dict(digests.EMPTY_FAULT_STATE),
-                fault_state_checksum=digests.fault_state_checksum(
-                    digests.EMPTY_FAULT_STATE
-                ),
+                **EMPTY_STATE.columns("checkpoint"),
+                **EMPTY_STATE.columns("context"),
+                **fault_state_columns(digests.EMPTY_FAULT_STATE),
             )
         else:
             values.update({name: getattr(source, name) for name in CARRIED_FIELDS})
             values["fault_state_checksum"] = bytes(source.fault_state_checksum)
-        steps = StepExecution.objects.using(self.alias)
-        try:
-            with self.savepoint():
-                step = steps.create(**values)
-        except IntegrityError:
-            raise DuplicateStepExecution(execution.pk, step_name) from None
+        step = self._insert(StepExecution, **values)
+        if step is None:
+            raise DuplicateStepExecution(execution.pk, step_name)
         if source is not None:
             ComponentState.objects.using(self.alias).bulk_create(
                 [
@@ -408,35 +412,15 @@ class StepsMixin(ExecutionsMixin):
                 to_status=to_status,
                 at=self.instant(at),
                 failure=failure,
-                not_found=StepExecutionNotFound,
-                what=f"step execution {step_execution_id}",
             )
 
     def enrich_step_exit_status(
         self, step_execution_id: int, expected_version: int, exit_code: str
     ) -> StepExecution:
         """Set a step's exit code (and nothing else) by compare-and-swap."""
-        check_code(exit_code, "exit code")
-        with self.unit():
-            updated = (
-                StepExecution.objects.using(self.alias)
-                .filter(pk=step_execution_id, version=expected_version)
-                .update(
-                    exit_code=exit_code,
-                    updated_at=self.now(),
-                    version=expected_version + 1,
-                )
-            )
-            if updated != 1:
-                raise classify_miss(
-                    StepExecution,
-                    self.alias,
-                    step_execution_id,
-                    expected_version,
-                    StepExecutionNotFound,
-                    what=f"step execution {step_execution_id}",
-                )
-            return self.get_step(step_execution_id)
+        return self._set_exit_code(
+            StepExecution, step_execution_id, expected_version, exit_code
+        )
 
     # -- progress -------------------------------------------------------------
 
@@ -492,27 +476,13 @@ class StepsMixin(ExecutionsMixin):
                     raise InvalidArgument(f"{name} would exceed 2^63-1")
                 values[name] = total
             values.update(
-                checkpoint_format=checkpoint.format_version,
-                checkpoint_schema=checkpoint.schema,
-                checkpoint_schema_version=checkpoint.schema_version,
-                checkpoint_payload=dict(checkpoint.payload),
-                fault_state_format=1,
-                fault_state_schema="oxide-batch.fault-state",
-                fault_state_schema_version=1,
-                fault_state_payload=dict(digests.EMPTY_FAULT_STATE),
-                fault_state_checksum=digests.fault_state_checksum(
-                    digests.EMPTY_FAULT_STATE
-                ),
+                **checkpoint.columns("checkpoint"),
+                **fault_state_columns(digests.EMPTY_FAULT_STATE),
             )
             if context is not None:
-                values.update(
-                    context_format=context.format_version,
-                    context_schema=context.schema,
-                    context_schema_version=context.schema_version,
-                    context_payload=dict(context.payload),
-                )
+                values.update(context.columns("context"))
             now = self.now()
-            self._guarded_update(row, expected_version, values, now)
+            self._guarded_update(row, expected_version, {"updated_at": now, **values})
             for namespace, columns in states:
                 existing = ComponentState.objects.using(self.alias).filter(
                     step_execution_id=step_execution_id, namespace=namespace
@@ -557,13 +527,11 @@ class StepsMixin(ExecutionsMixin):
             values = {
                 column: getattr(row, column) + 1,
                 "rollback_count": row.rollback_count + 1,
-                "fault_state_format": 1,
-                "fault_state_schema": "oxide-batch.fault-state",
-                "fault_state_schema_version": 1,
-                "fault_state_payload": payload,
-                "fault_state_checksum": digests.fault_state_checksum(payload),
+                **fault_state_columns(payload),
             }
-            self._guarded_update(row, expected_version, values, self.now())
+            self._guarded_update(
+                row, expected_version, {"updated_at": self.now(), **values}
+            )
             return self.get_step(step_execution_id)
 
     def _started_step(
@@ -572,44 +540,26 @@ class StepsMixin(ExecutionsMixin):
         row = self.get_step(step_execution_id)
         if row.job_execution_id != job_execution_id:
             raise StepExecutionNotFound(step_execution_id)
-        if row.version != expected_version:
-            raise StaleVersion(
-                expected_version,
-                row.version,
-                what=f"step execution {step_execution_id}",
-            )
+        check_version(row, expected_version)
         if row.status != STARTED:
             raise StepNotStarted(step_execution_id, row.status)
         return row
 
     def _guarded_update(
-        self,
-        row: StepExecution,
-        expected_version: int,
-        values: dict[str, Any],
-        now: datetime,
+        self, row: StepExecution, expected: int, values: dict[str, Any]
     ) -> None:
+        """Update a STARTED step at version ``expected`` with ``values``, bumped."""
         updated = (
             StepExecution.objects.using(self.alias)
             .filter(
                 pk=row.pk,
                 job_execution_id=row.job_execution_id,
-                version=expected_version,
+                version=expected,
                 status=STARTED,
             )
-            .update(updated_at=now, version=expected_version + 1, **values)
+            .update(version=expected + 1, **values)
         )
         if updated != 1:
-            current = (
-                StepExecution.objects.using(self.alias)
-                .filter(pk=row.pk)
-                .values_list("version", "status")
-                .first()
-            )
-            if current is None:
-                raise StepExecutionNotFound(row.pk)
-            if current[0] != expected_version:
-                raise StaleVersion(
-                    expected_version, current[0], what=f"step execution {row.pk}"
-                )
-            raise StepNotStarted(row.pk, current[1])
+            current = self.get_step(row.pk)
+            check_version(current, expected)
+            raise StepNotStarted(row.pk, current.status)
