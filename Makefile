@@ -16,7 +16,8 @@ SEED ?= 42
 PYTEST_ARGS ?=
 
 # The demo always runs on the embedded SQLite file in the checkout, whatever
-# the caller's environment says about databases.
+# the caller's environment says about databases. BATCHBOARD_DEMO=1 lets the
+# demo's commands write demo history and logins there; without it they refuse.
 DEMO_ENV := BATCHBOARD_DEMO=1 DJANGO_DEBUG=1 BATCHBOARD_SCHEMA=managed \
 	DATABASE_URL=sqlite:///$(CURDIR)/db.sqlite3 BATCHBOARD_DATABASE_URL=
 MANAGE := $(BIN)/python manage.py

@@ -8,6 +8,7 @@ import pytest
 from django.db import connections
 
 from batchboard import conf, schema
+from batchboard.demo import gate
 from tests.conftest import wipe_metadata
 
 
@@ -37,3 +38,9 @@ def _wipe_upgraded_restarts(request: pytest.FixtureRequest) -> Iterator[None]:
     if marker and marker.kwargs.get("transaction"):
         with request.getfixturevalue("django_db_blocker").unblock():
             wipe()
+
+
+@pytest.fixture(autouse=True)
+def _demo_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run as the demo runs (``BATCHBOARD_DEMO=1``); the gate's tests unset it."""
+    monkeypatch.setenv(gate.VARIABLE, "1")

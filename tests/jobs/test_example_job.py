@@ -9,11 +9,18 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connections
 
+from batchboard.demo import gate
 from batchboard.demo.management.commands import batchboard_example_job as example
 from batchboard.models import JobExecution, StepExecution
 from batchboard.repository import JobRepository
 
 DATE = "2026-03-01"
+
+
+@pytest.fixture(autouse=True)
+def _demo_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example job records history: it runs in the demo only."""
+    monkeypatch.setenv(gate.VARIABLE, "1")
 
 
 def run(*args: str) -> str:
@@ -110,10 +117,13 @@ def test_run_an_execution_created_elsewhere() -> None:
 
 @pytest.mark.django_db
 def test_bad_options() -> None:
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match="--records must be at least 1"):
         run("--records", "0")
-    with pytest.raises(CommandError):
+    with pytest.raises(CommandError, match="--chunk-size must be at least 1"):
+        run("--chunk-size", "0")
+    with pytest.raises(CommandError, match="--delay must be at least 0"):
         run("--delay", "-1")
+    assert not JobExecution.objects.exists()
 
 
 @pytest.mark.postgresql

@@ -12,9 +12,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import override_settings
 
+from batchboard.demo import gate
+
 pytestmark = pytest.mark.django_db
 
-DEMO = override_settings(BATCHBOARD={"DEMO": True})
 ROLE_NAMES = ("viewer", "operator", "administrator")
 
 
@@ -31,19 +32,40 @@ def _view_codenames() -> list[str]:
     ]
 
 
-def test_refused_outside_the_demo() -> None:
+@pytest.fixture
+def demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run as the demo site runs: ``BATCHBOARD_DEMO=1``."""
+    monkeypatch.setenv(gate.VARIABLE, "1")
+
+
+def test_refused_outside_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without BATCHBOARD_DEMO the command creates nobody and no group."""
-    with pytest.raises(CommandError, match="exists only in the demo"):
+    monkeypatch.delenv(gate.VARIABLE, raising=False)
+    with pytest.raises(CommandError, match="runs only with BATCHBOARD_DEMO=1"):
         _run()
     assert not User.objects.exists()
     assert not Group.objects.exists()
 
 
+@pytest.mark.parametrize("value", ["0", "true", "yes", ""])
+def test_only_the_value_1_opens_the_gate(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """The variable must say exactly 1; the settings' DEMO flag does not count."""
+    monkeypatch.setenv(gate.VARIABLE, value)
+    with (
+        override_settings(BATCHBOARD={"DEMO": True}),
+        pytest.raises(CommandError, match="BATCHBOARD_DEMO=1"),
+    ):
+        _run()
+    assert not User.objects.exists()
+
+
+@pytest.mark.usefixtures("demo")
 def test_creates_a_staff_reader_idempotently() -> None:
     """Two runs leave one staff ``demo`` user with every view permission only."""
-    with DEMO:
-        _run()
-        _run("--address", "http://127.0.0.1:9000/")
+    _run()
+    _run("--address", "http://127.0.0.1:9000/")
     user = User.objects.get(username="demo")
     assert user.is_staff is True
     assert user.is_superuser is False
@@ -56,11 +78,11 @@ def test_creates_a_staff_reader_idempotently() -> None:
     assert not user.groups.exists()
 
 
+@pytest.mark.usefixtures("demo")
 def test_creates_one_user_per_group_idempotently() -> None:
     """viewer, operator and administrator each belong to their group alone."""
-    with DEMO:
-        _run()
-        _run()
+    _run()
+    _run()
     assert User.objects.count() == 4
     assert sorted(Group.objects.values_list("name", flat=True)) == sorted(ROLE_NAMES)
     for name in ROLE_NAMES:
@@ -89,10 +111,10 @@ def test_creates_one_user_per_group_idempotently() -> None:
     assert administrator.has_perm("batchboard.view_parameter_values")
 
 
+@pytest.mark.usefixtures("demo")
 def test_prints_the_address_and_every_login_with_its_reach() -> None:
     """One line per login: user, password and what it may do."""
-    with DEMO:
-        out = _run("--address", "http://127.0.0.1:9000/")
+    out = _run("--address", "http://127.0.0.1:9000/")
     lines = out.splitlines()
     assert lines[0] == "Demo logins for http://127.0.0.1:9000/ (user / password):"
     assert [line.split(":", 1)[0].strip() for line in lines[1:]] == [
@@ -105,16 +127,16 @@ def test_prints_the_address_and_every_login_with_its_reach() -> None:
     assert "purges" in lines[4]
 
 
+@pytest.mark.usefixtures("demo")
 def test_restores_changed_users_and_groups() -> None:
     """A changed password, a superuser flag or an edited group is put back."""
     User.objects.create_user("demo", password="other", is_superuser=True)
     operator = User.objects.create_user("operator", password="x", is_superuser=True)
     stray = Group.objects.create(name="stray")
     operator.groups.add(stray)
-    with DEMO:
-        _run()
-        Group.objects.get(name="viewer").permissions.clear()
-        _run()
+    _run()
+    Group.objects.get(name="viewer").permissions.clear()
+    _run()
     demo = User.objects.get(username="demo")
     assert demo.is_superuser is False
     assert demo.check_password("demo")

@@ -53,6 +53,10 @@ def test_demo_installs_migrates_seeds_logs_in_and_serves(tmp_path: Path) -> None
     )
     assert f"DATABASE_URL=sqlite:///{CHECKOUT}/db.sqlite3" in plan
     assert "BATCHBOARD_DEMO=1 DJANGO_DEBUG=1" in plan
+    # Every demo command runs behind the demo gate, which that variable opens.
+    demo_lines = [line for line in plan.splitlines() if "manage.py batchboard_" in line]
+    assert len(demo_lines) == 3
+    assert all("BATCHBOARD_DEMO=1 " in line for line in demo_lines)
 
 
 def test_test_runs_pytest_in_the_virtual_environment(tmp_path: Path) -> None:

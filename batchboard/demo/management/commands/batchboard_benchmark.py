@@ -12,64 +12,32 @@ leave them, since cursors only carry a key and a ceiling.
 from __future__ import annotations
 
 import functools
-import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 from django.db import connections
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
-from django.test import RequestFactory
+from django.template.backends.django import Template
 from django.urls import reverse
 
 from batchboard import conf, cursors
-from batchboard.explorer import views
+from batchboard.demo.commands import add_seed_argument, check_bounds
+from batchboard.demo.gate import require_demo
+from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
 from batchboard.models import JobExecution
 
 PAGE_SIZE = 50
 
 
-class _Timer:
-    """Render one page on demand and keep the time of every render."""
-
-    def __init__(
-        self,
-        view: Callable[..., HttpResponse],
-        path: str,
-        user: User,
-        kwargs: dict[str, Any],
-    ) -> None:
-        self.view, self.path, self.user, self.kwargs = view, path, user, kwargs
-        self.samples: list[float] = []
-        self.factory = RequestFactory()
-
-    def once(self, keep: bool) -> None:
-        request = self.factory.get(self.path)
-        request.user = self.user
-        started = time.perf_counter()
-        response = self.view(request, **self.kwargs)
-        response.content  # noqa: B018 - force rendering
-        elapsed = time.perf_counter() - started
-        if response.status_code != 200:
-            raise CommandError(f"{self.path} answered {response.status_code}.")
-        if keep:
-            self.samples.append(elapsed * 1000)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-
 @dataclass
 class Measured:
     name: str
-    first_timer: _Timer
-    deep_timer: _Timer | None
+    first_timer: Timer
+    deep_timer: Timer | None
 
     @property
     def first(self) -> float:
@@ -80,20 +48,41 @@ class Measured:
         return self.deep_timer.median if self.deep_timer else None
 
 
-_FLOOR_TEMPLATE = (
-    "<table>{% for pk, status, created in rows %}<tr>"
-    "<td><a href=\"{% url 'batchboard:execution' pk %}\">{{ pk }}</a></td>"
-    "<td>{{ status }}</td><td>{{ created|date:'Y-m-d H:i:s' }}</td>"
-    "</tr>{% endfor %}</table>"
-    '{% if next %}<a href="?after={{ next }}">more</a>{% endif %}'
+def _table_source(row: str, link: str) -> str:
+    """Return a reference view's template: ``row`` unpacks a row, ``link`` links it."""
+    return (
+        f"<table>{{% for {row} in rows %}}<tr>"
+        f'<td><a href="{link}">{{{{ pk }}}}</a></td>'
+        "<td>{{ status }}</td><td>{{ created|date:'Y-m-d H:i:s' }}</td>"
+        "</tr>{% endfor %}</table>"
+        '{% if next %}<a href="?after={{ next }}">more</a>{% endif %}'
+    )
+
+
+#: The floor reverses each row's link in the template, as a page would.
+_FLOOR_TEMPLATE = _table_source(
+    "pk, status, created", "{% url 'batchboard:execution' pk %}"
+)
+#: The strict floor prints links built beforehand from one reversed prefix.
+_STRICT_TEMPLATE = _table_source("pk, status, created, url", "{{ url }}")
+_STRICT_SQL = (
+    "SELECT id, status, created_at FROM ob_job_execution "
+    "WHERE id < %s ORDER BY id DESC LIMIT %s"
 )
 
 
 @functools.cache
-def _floor_template() -> Any:
+def _compiled(source: str) -> Template:
     # Compiled once, as a loaded template is: compiling it per render would
     # raise the floor and flatter every page measured against it.
-    return engines["django"].from_string(_FLOOR_TEMPLATE)
+    return engines["django"].from_string(source)  # type: ignore[return-value]
+
+
+def _keyset_table(source: str, rows: list[tuple[Any, ...]]) -> HttpResponse:
+    """Render ``rows`` (id first) with the reference template ``source``."""
+    return HttpResponse(
+        _compiled(source).render({"rows": rows, "next": rows[-1][0] if rows else None})
+    )
 
 
 def _minimal_keyset_view(request: HttpRequest) -> HttpResponse:
@@ -108,27 +97,7 @@ def _minimal_keyset_view(request: HttpRequest) -> HttpResponse:
     if after:
         queryset = queryset.filter(id__lt=int(after))
     rows = list(queryset.values_list("id", "status", "created_at")[:PAGE_SIZE])
-    return HttpResponse(
-        _floor_template().render({"rows": rows, "next": rows[-1][0] if rows else None})
-    )
-
-
-_STRICT_TEMPLATE = (
-    "<table>{% for pk, status, created, url in rows %}<tr>"
-    '<td><a href="{{ url }}">{{ pk }}</a></td>'
-    "<td>{{ status }}</td><td>{{ created|date:'Y-m-d H:i:s' }}</td>"
-    "</tr>{% endfor %}</table>"
-    '{% if next %}<a href="?after={{ next }}">more</a>{% endif %}'
-)
-_STRICT_SQL = (
-    "SELECT id, status, created_at FROM ob_job_execution "
-    "WHERE id < %s ORDER BY id DESC LIMIT %s"
-)
-
-
-@functools.cache
-def _strict_template() -> Any:
-    return engines["django"].from_string(_STRICT_TEMPLATE)
+    return _keyset_table(_FLOOR_TEMPLATE, rows)
 
 
 def _strict_keyset_view(request: HttpRequest) -> HttpResponse:
@@ -148,16 +117,14 @@ def _strict_keyset_view(request: HttpRequest) -> HttpResponse:
             (pk, status, created, f"{prefix}{pk}{suffix}")
             for pk, status, created in cursor.fetchall()
         ]
-    return HttpResponse(
-        _strict_template().render({"rows": rows, "next": rows[-1][0] if rows else None})
-    )
+    return _keyset_table(_STRICT_TEMPLATE, rows)
 
 
-class Command(BaseCommand):
+class Command(BenchmarkCommand):
     help = (
         "Seed or reuse a bulk history on PostgreSQL and print median render "
         "times of every explorer list page, first and deep, beside a minimal "
-        "keyset view."
+        "keyset view. Seeding is demo only (BATCHBOARD_DEMO=1)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -167,35 +134,18 @@ class Command(BaseCommand):
             default=2_000_000,
             help="Executions the history must hold (seeded if fewer; default 2000000).",
         )
-        parser.add_argument(
-            "--depth",
-            type=int,
-            default=1_000_000,
-            help=(
-                "Rows deep for deep pages (capped at half the history; "
-                "default 1000000)."
-            ),
-        )
-        parser.add_argument(
-            "--repeat", type=int, default=15, help="Renders per page (default 15)."
-        )
-        parser.add_argument(
-            "--seed", type=int, default=2026, help="Seed for bulk loading."
-        )
+        super().add_arguments(parser)
+        add_seed_argument(parser, 2026, of="Random seed of a bulk load")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        alias = conf.database_alias()
+        alias = self.postgresql_alias()
         connection = connections[alias]
-        if connection.vendor != "postgresql":
-            raise CommandError(
-                "The benchmark needs the metadata on PostgreSQL: set "
-                "BATCHBOARD_DATABASE_URL (or DATABASE_URL) to a postgresql:// URL."
-            )
         wanted = options["executions"]
-        if wanted < 100:
-            raise CommandError("--executions must be at least 100.")
+        check_bounds("executions", wanted, 100)
         existing = self._count(alias, "ob_job_execution")
         if existing < wanted:
+            # Seeding writes history: only a demo database may receive it.
+            require_demo("batchboard_benchmark", alias)
             self.stdout.write(f"Seeding {wanted - existing:,} executions in bulk…")
             call_command(
                 "batchboard_seed",
@@ -261,21 +211,18 @@ class Command(BaseCommand):
 
     def _run(self, alias: str, depth: int, repeat: int) -> None:
         facts = self._facts(alias)
-        # An unsaved superuser holds every permission without touching the
-        # database, so only the page's own statements are measured.
-        user = User(username="benchmark", is_superuser=True, is_active=True)
-
-        timers: list[_Timer] = []
-
-        def timed(
-            view: Callable[..., HttpResponse], path: str, **kwargs: Any
-        ) -> _Timer:
-            timer = _Timer(view, path, user, kwargs)
-            timers.append(timer)
-            return timer
-
+        user = benchmark_user()
         deep_execution = facts["max_execution"] - depth
         size = f"size={PAGE_SIZE}"
+
+        def page(
+            name: str,
+            first: str,
+            deep: str | None = None,
+            view: Callable[[HttpRequest], HttpResponse] | None = None,
+        ) -> Measured:
+            deep_timer = Timer(deep, user, view) if deep is not None else None
+            return Measured(name, Timer(first, user, view), deep_timer)
 
         def deep_recent(status: str, job: str) -> str:
             # A job filter pages by (instance, attempt); the others by id.
@@ -289,19 +236,19 @@ class Command(BaseCommand):
                 facts["max_execution"],
             )
 
-        results: list[Measured] = []
-        floor = Measured(
+        floor = page(
             "minimal keyset view (floor)",
-            timed(_minimal_keyset_view, "/floor/"),
-            timed(_minimal_keyset_view, f"/floor/?after={deep_execution}"),
+            "/floor/",
+            f"/floor/?after={deep_execution}",
+            _minimal_keyset_view,
         )
-        results.append(floor)
-        strict = Measured(
+        strict = page(
             "strict floor (fixed SQL, one reversed link)",
-            timed(_strict_keyset_view, "/strict/"),
-            timed(_strict_keyset_view, f"/strict/?after={deep_execution}"),
+            "/strict/",
+            f"/strict/?after={deep_execution}",
+            _strict_keyset_view,
         )
-        results.append(strict)
+        results = [floor, strict]
         executions_url = reverse("batchboard:executions")
         for label, status, job in (
             ("executions", "", ""),
@@ -309,18 +256,11 @@ class Command(BaseCommand):
             ("executions ?status=COMPLETED", "COMPLETED", ""),
             (f"executions ?job={facts['busy']}", "", facts["busy"]),
         ):
-            query = f"{size}&status={status}&job={job}"
+            first = f"{executions_url}?{size}&status={status}&job={job}"
             results.append(
-                Measured(
-                    label,
-                    timed(views.executions, f"{executions_url}?{query}"),
-                    timed(
-                        views.executions,
-                        f"{executions_url}?{query}&cursor={deep_recent(status, job)}",
-                    ),
-                )
+                page(label, first, f"{first}&cursor={deep_recent(status, job)}")
             )
-        busy_url = reverse("batchboard:job", args=[facts["busy"]])
+        busy_url = f"{reverse('batchboard:job', args=[facts['busy']])}?{size}"
         busy_deep = cursors.encode(
             cursors.instances(facts["busy"]),
             PAGE_SIZE,
@@ -328,17 +268,12 @@ class Command(BaseCommand):
             facts["busy_max"],
         )
         results.append(
-            Measured(
+            page(
                 f"job {facts['busy']} (instances)",
-                timed(views.job, f"{busy_url}?{size}", job_name=facts["busy"]),
-                timed(
-                    views.job,
-                    f"{busy_url}?{size}&cursor={busy_deep}",
-                    job_name=facts["busy"],
-                ),
+                busy_url,
+                f"{busy_url}&cursor={busy_deep}",
             )
         )
-        rare_url = reverse("batchboard:job", args=[facts["rare"]])
         # The rare job's instance nearest to "depth" executions back: its
         # older instances lie that deep in the (job_name, id DESC) index.
         deep_instance = facts["max_instance"] - depth * facts["max_instance"] // max(
@@ -355,6 +290,7 @@ class Command(BaseCommand):
                 ],
             )
             rare_key = int(cursor.fetchone()[0])
+        rare_url = f"{reverse('batchboard:job', args=[facts['rare']])}?{size}"
         rare_deep = cursors.encode(
             cursors.instances(facts["rare"]),
             PAGE_SIZE,
@@ -362,76 +298,40 @@ class Command(BaseCommand):
             facts["rare_max"],
         )
         results.append(
-            Measured(
+            page(
                 f"rare job {facts['rare']} ({facts['rare_count']} instances)",
-                timed(views.job, f"{rare_url}?{size}", job_name=facts["rare"]),
-                timed(
-                    views.job,
-                    f"{rare_url}?{size}&cursor={rare_deep}",
-                    job_name=facts["rare"],
-                ),
+                rare_url,
+                f"{rare_url}&cursor={rare_deep}",
             )
         )
-        results.append(
-            Measured(
-                "overview (job names)",
-                timed(views.index, f"{reverse('batchboard:index')}?{size}"),
-                None,
-            )
-        )
-        results.append(
-            Measured(
-                "unresolved (15 min)",
-                timed(views.unresolved, f"{reverse('batchboard:unresolved')}?{size}"),
-                None,
-            )
-        )
-        results.append(
-            Measured(
-                "instance (executions)",
-                timed(
-                    views.instance,
-                    reverse("batchboard:instance", args=[facts["instance"]])
-                    + f"?{size}",
-                    instance_id=facts["instance"],
-                ),
-                None,
-            )
-        )
-        results.append(
-            Measured(
+        for name, url_name, args in (
+            ("overview (job names)", "batchboard:index", []),
+            ("unresolved (15 min)", "batchboard:unresolved", []),
+            ("instance (executions)", "batchboard:instance", [facts["instance"]]),
+            (
                 "execution (steps, decisions)",
-                timed(
-                    views.execution,
-                    reverse("batchboard:execution", args=[facts["execution"]])
-                    + f"?{size}",
-                    execution_id=facts["execution"],
-                ),
-                None,
-            )
+                "batchboard:execution",
+                [facts["execution"]],
+            ),
+            ("step (partitions)", "batchboard:step", [facts["step"]]),
+        ):
+            results.append(page(name, f"{reverse(url_name, args=args)}?{size}"))
+        measure(
+            (
+                timer
+                for row in results
+                for timer in (row.first_timer, row.deep_timer)
+                if timer is not None
+            ),
+            repeat,
         )
-        results.append(
-            Measured(
-                "step (partitions)",
-                timed(
-                    views.step,
-                    f"{reverse('batchboard:step', args=[facts['step']])}?{size}",
-                    step_id=facts["step"],
-                ),
-                None,
-            )
-        )
-        # Renders go round-robin over every page, so a busy moment on the
-        # machine slows all pages alike instead of skewing one of them; the
-        # first two rounds warm caches and are not kept.
-        for round_number in range(repeat + 2):
-            for timer in timers:
-                timer.once(keep=round_number >= 2)
         self._report(results, floor, depth, repeat)
         pages = results[2:]
+        strict_deep = strict.deep
+        assert strict_deep is not None  # both floors are measured deep too
         worst_first = max(row.first for row in pages) / strict.first
         worst_deep = max(
-            row.deep / strict.deep for row in pages if row.deep is not None
+            row.deep / strict_deep for row in pages if row.deep is not None
         )
         self.stdout.write(
             f"\nAgainst the strict floor: slowest first page {worst_first:.2f}x, "
@@ -441,16 +341,13 @@ class Command(BaseCommand):
     def _report(
         self, results: list[Measured], floor: Measured, depth: int, repeat: int
     ) -> None:
-        self.stdout.write(
-            f"\nMedian render time of {repeat} renders, page size {PAGE_SIZE}, "
-            f"deep = {depth:,} rows in.\n"
-        )
-        header = (
+        self.write_table_head(
+            repeat,
+            PAGE_SIZE,
             f"{'page':<46} {'first ms':>9} {'deep ms':>9} {'deep/first':>10} "
-            f"{'first/floor':>11} {'deep/floor':>10}"
+            f"{'first/floor':>11} {'deep/floor':>10}",
+            detail=f", deep = {depth:,} rows in",
         )
-        self.stdout.write(header)
-        self.stdout.write("-" * len(header))
         for row in results:
             deep = f"{row.deep:9.2f}" if row.deep is not None else f"{'—':>9}"
             ratio = (

@@ -17,21 +17,18 @@ read-only before the first query, so it can be pointed at a shared history.
 from __future__ import annotations
 
 import re
-import statistics
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import User
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError
 from django.db import connections
-from django.http import HttpResponse
-from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
-from django.urls import resolve, reverse
+from django.urls import reverse
 
-from batchboard import conf, cursors
+from batchboard import cursors
 from batchboard.admin import registrations as batchboard_admin
+from batchboard.demo.commands import check_bounds
+from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
 
 #: Both pages list this many rows, the admin's ``list_per_page``.
 PAGE_SIZE = batchboard_admin.ReadOnlyAdmin.list_per_page
@@ -42,74 +39,26 @@ TARGET_RATIO = 3.0
 
 
 @dataclass
-class _Timer:
-    """Render one URL on demand and keep the time of every kept render."""
-
-    path: str
-    user: User
-    samples: list[float] = field(default_factory=list)
-
-    def render(self) -> HttpResponse:
-        request = RequestFactory().get(self.path)
-        request.user = self.user
-        match = resolve(request.path_info)
-        response = match.func(request, *match.args, **match.kwargs)
-        if hasattr(response, "render"):
-            response.render()
-        if response.status_code != 200:
-            raise CommandError(f"{self.path} answered {response.status_code}.")
-        return response
-
-    def once(self, keep: bool) -> None:
-        started = time.perf_counter()
-        self.render()
-        elapsed = time.perf_counter() - started
-        if keep:
-            self.samples.append(elapsed * 1000)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-
-@dataclass
 class _Pair:
     """The admin and the explorer page for one listing at one depth."""
 
     listing: str
     depth: str
-    admin: _Timer
-    explorer: _Timer
+    admin: Timer
+    explorer: Timer
 
 
-class Command(BaseCommand):
+class Command(BenchmarkCommand):
     help = (
         "Print median render times of the job-execution admin changelist and "
         "the explorer's executions page, first page and about a million rows "
         "deep, on PostgreSQL. Reads only."
     )
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--depth",
-            type=int,
-            default=1_000_000,
-            help="Rows deep for deep pages (capped at half the history; "
-            "default 1000000).",
-        )
-        parser.add_argument(
-            "--repeat", type=int, default=15, help="Renders per page (default 15)."
-        )
-
     def handle(self, *args: Any, **options: Any) -> None:
-        alias = conf.database_alias()
-        if connections[alias].vendor != "postgresql":
-            raise CommandError(
-                "The benchmark needs the metadata on PostgreSQL: set "
-                "BATCHBOARD_DATABASE_URL (or DATABASE_URL) to a postgresql:// URL."
-            )
-        if options["depth"] < 1 or options["repeat"] < 1:
-            raise CommandError("--depth and --repeat must be at least 1.")
+        alias = self.postgresql_alias()
+        check_bounds("depth", options["depth"], 1)
+        check_bounds("repeat", options["repeat"], 1)
         for name in {alias, "default"}:
             # Nothing here writes; a read-only session makes sure of it.
             with connections[name].cursor() as cursor:
@@ -133,20 +82,11 @@ class Command(BaseCommand):
         pairs = self._pairs(int(key), int(max_id), f"{depth:,} deep")
         self._check_deep_sql(pairs[1].admin, alias)
         repeat = options["repeat"]
-        timers = [t for pair in pairs for t in (pair.admin, pair.explorer)]
-        # Round-robin over every page so that a busy moment on the machine
-        # slows all of them alike; the first two rounds warm caches.
-        for round_number in range(repeat + 2):
-            for timer in timers:
-                timer.once(keep=round_number >= 2)
+        measure((t for pair in pairs for t in (pair.admin, pair.explorer)), repeat)
         self._report(pairs, repeat)
 
     def _pairs(self, key: int, max_id: int, deep: str) -> list[_Pair]:
-        # An unsaved staff superuser: signed in for the admin and the
-        # explorer alike, without a session or any row of its own.
-        user = User(
-            username="benchmark", is_staff=True, is_superuser=True, is_active=True
-        )
+        user = benchmark_user()
         changelist = reverse("admin:batchboard_jobexecution_changelist")
         explorer = reverse("batchboard:executions")
         pairs = []
@@ -163,24 +103,24 @@ class Command(BaseCommand):
                 _Pair(
                     listing,
                     "first page",
-                    _Timer(f"{changelist}?{'&'.join(admin_filter)}", user),
-                    _Timer(f"{explorer}?{query}", user),
+                    Timer(f"{changelist}?{'&'.join(admin_filter)}", user),
+                    Timer(f"{explorer}?{query}", user),
                 )
             )
             pairs.append(
                 _Pair(
                     listing,
                     deep,
-                    _Timer(
+                    Timer(
                         f"{changelist}?{'&'.join([*admin_filter, f'after={key}'])}",
                         user,
                     ),
-                    _Timer(f"{explorer}?{query}&cursor={cursor}", user),
+                    Timer(f"{explorer}?{query}&cursor={cursor}", user),
                 )
             )
         return pairs
 
-    def _check_deep_sql(self, timer: _Timer, alias: str) -> None:
+    def _check_deep_sql(self, timer: Timer, alias: str) -> None:
         """Render the deep admin page once and refuse OFFSET or COUNT in it."""
         with CaptureQueriesContext(connections[alias]) as captured:
             timer.render()
@@ -197,15 +137,12 @@ class Command(BaseCommand):
         )
 
     def _report(self, pairs: list[_Pair], repeat: int) -> None:
-        self.stdout.write(
-            f"\nMedian render time of {repeat} renders, page size {PAGE_SIZE}.\n"
-        )
-        header = (
+        self.write_table_head(
+            repeat,
+            PAGE_SIZE,
             f"{'listing':<16} {'depth':<18} {'admin ms':>9} {'explorer ms':>12} "
-            f"{'admin/explorer':>15}"
+            f"{'admin/explorer':>15}",
         )
-        self.stdout.write(header)
-        self.stdout.write("-" * len(header))
         worst_deep = 0.0
         for pair in pairs:
             ratio = pair.admin.median / pair.explorer.median

@@ -15,10 +15,10 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
+from django.core.management.base import CommandError, CommandParser
+from django.db import router, transaction
 
-from batchboard import conf
+from batchboard.demo.commands import DemoCommand
 
 USERNAME = "demo"
 PASSWORD = "demo"
@@ -61,12 +61,12 @@ def view_permissions() -> list[Permission]:
     )
 
 
-class Command(BaseCommand):
+class Command(DemoCommand):
     help = (
         "Create or reset the demo logins: demo (staff with the view "
         "permissions of batchboard's models) and viewer, operator and "
         "administrator, one in each of batchboard's groups; every password "
-        "equals the user name. Demo site only (BATCHBOARD_DEMO=1)."
+        "equals the user name."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -76,14 +76,13 @@ class Command(BaseCommand):
             help="Address printed for the logins (default: %(default)s).",
         )
 
-    def handle(self, *args: Any, address: str, **options: Any) -> None:
-        # Well-known passwords are acceptable only on a throwaway demo.
-        if not conf.get_config()["DEMO"]:
-            raise CommandError(
-                "The demo login exists only in the demo: run this with "
-                "BATCHBOARD_DEMO=1, or create real users with "
-                "'manage.py createsuperuser'."
-            )
+    def target_alias(self) -> str:
+        # Well-known passwords are acceptable only on a throwaway demo: the
+        # gate names the database the users would be written to.
+        return router.db_for_write(get_user_model())
+
+    def run(self, **options: Any) -> None:
+        address = options["address"]
         permissions = view_permissions()
         if not permissions:
             raise CommandError(
@@ -110,9 +109,9 @@ class Command(BaseCommand):
 def _reset_user(username: str, password: str, *, staff: bool) -> Any:
     """Create ``username`` or restore it: active, never superuser, ``password``."""
     user_model = get_user_model()
-    user, _created = user_model._default_manager.get_or_create(
-        **{user_model.USERNAME_FIELD: username}
-    )
+    # The user model may name its login field anything: look it up by name.
+    lookup: dict[str, Any] = {user_model.USERNAME_FIELD: username}
+    user, _created = user_model._default_manager.get_or_create(**lookup)
     user.is_staff = staff
     user.is_superuser = False
     user.is_active = True

@@ -18,8 +18,9 @@ import time
 from datetime import date
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from batchboard.demo.commands import DemoCommand, check_bounds
 from batchboard.jobs import Job, StepContext
 from batchboard.repository import JobParameter, RepositoryError
 
@@ -83,7 +84,7 @@ def _sleep_watching_stop(step: StepContext, seconds: float) -> None:
         step.check_stop()
 
 
-class Command(BaseCommand):
+class Command(DemoCommand):
     help = (
         "Run batchboard's example job: import N synthetic records in chunks, "
         "then report. Re-running a failed or stopped run resumes it."
@@ -121,11 +122,10 @@ class Command(BaseCommand):
             help="Pause this long before each chunk commit, so the run can be stopped.",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        if options["records"] < 1 or options["chunk_size"] < 1:
-            raise CommandError("--records and --chunk-size must be positive")
-        if options["delay"] < 0:
-            raise CommandError("--delay must not be negative")
+    def run(self, **options: Any) -> None:
+        check_bounds("records", options["records"], 1)
+        check_bounds("chunk-size", options["chunk_size"], 1)
+        check_bounds("delay", options["delay"], 0)
         job = build_job(
             records=options["records"],
             chunk_size=options["chunk_size"],

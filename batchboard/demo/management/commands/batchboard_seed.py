@@ -4,28 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
-from batchboard import conf
-from batchboard.demo import bulk
+from batchboard.demo import bulk, seed
+from batchboard.demo.commands import DemoCommand, add_seed_argument, check_bounds
 from batchboard.models import JobExecution
 
 
-class Command(BaseCommand):
+class Command(DemoCommand):
     help = (
         "Seed realistic, deterministic oxide-batch history through the job "
         "repository, or (--bulk) append many finished executions fast."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--seed", type=int, default=2026, help="Random seed (default 2026)."
-        )
+        add_seed_argument(parser, 2026)
         parser.add_argument(
             "--instances",
             type=int,
             default=None,
-            help="Job instances to seed (default 3000).",
+            help=f"Job instances to seed (default {seed.DEFAULT_INSTANCES}).",
         )
         parser.add_argument(
             "--force",
@@ -55,7 +53,7 @@ class Command(BaseCommand):
             help="Executions to append in bulk mode (default 100000).",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def run(self, **options: Any) -> None:
         if options["bulk"]:
             if options["instances"] is not None:
                 raise CommandError("--instances applies to demo seeding, not --bulk.")
@@ -68,10 +66,8 @@ class Command(BaseCommand):
     def _bulk(self, options: dict[str, Any]) -> None:
         executions = options["executions"] or 100_000
         verbosity = options["verbosity"]
-        if executions < 1:
-            raise CommandError("--executions must be at least 1.")
-        if not 1 <= options["workers"] <= 8:
-            raise CommandError("--workers must be between 1 and 8.")
+        check_bounds("executions", executions, 1)
+        check_bounds("workers", options["workers"], 1, 8)
 
         def progress(report: bulk.BulkReport) -> None:
             if verbosity >= 2:
@@ -94,9 +90,7 @@ class Command(BaseCommand):
         )
 
     def _seed(self, options: dict[str, Any]) -> None:
-        from batchboard.demo import seed
-
-        alias = conf.database_alias()
+        alias = self.target_alias()
         if JobExecution.objects.using(alias).exists() and not options["force"]:
             raise CommandError(
                 "The metadata database already holds job history; "
@@ -104,7 +98,6 @@ class Command(BaseCommand):
                 "history anyway."
             )
         instances = options["instances"] or seed.DEFAULT_INSTANCES
-        if instances < 1:
-            raise CommandError("--instances must be at least 1.")
-        report = seed.seed(instances=instances, seed=options["seed"])
+        check_bounds("instances", instances, 1)
+        report = seed.seed(instances=instances, seed=options["seed"], using=alias)
         self.stdout.write(report.summary())

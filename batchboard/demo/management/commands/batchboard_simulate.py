@@ -6,12 +6,13 @@ import signal
 from types import FrameType
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandParser
 
+from batchboard.demo.commands import DemoCommand, add_seed_argument, check_bounds
 from batchboard.demo.simulate import Simulator
 
 
-class Command(BaseCommand):
+class Command(DemoCommand):
     help = (
         "Run a few demo jobs through the job repository until interrupted: "
         "chunk commits, partitions, flow decisions, failures and restarts, "
@@ -28,7 +29,7 @@ class Command(BaseCommand):
             default=None,
             help="Stop after this many seconds (default: run until interrupted).",
         )
-        parser.add_argument("--seed", type=int, default=None, help="Random seed.")
+        add_seed_argument(parser, None)
         parser.add_argument(
             "--concurrency",
             type=int,
@@ -36,12 +37,10 @@ class Command(BaseCommand):
             help="Jobs running at once (default 4, at most 16).",
         )
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def run(self, **options: Any) -> None:
         tick = options["tick"]
-        if not 0.01 <= tick <= 60:
-            raise CommandError("--tick must be between 0.01 and 60 seconds.")
-        if not 1 <= options["concurrency"] <= 16:
-            raise CommandError("--concurrency must be between 1 and 16.")
+        check_bounds("tick", tick, 0.01, 60, unit=" seconds")
+        check_bounds("concurrency", options["concurrency"], 1, 16)
         stopping = False
 
         def interrupt(signum: int, frame: FrameType | None) -> None:

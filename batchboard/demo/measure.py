@@ -1,0 +1,126 @@
+"""
+What the benchmark commands share: timed in-process renders and their options.
+
+Pages are rendered through their real views with an unsaved superuser, so
+only the page's own statements are measured, and round-robin over every
+page, so that a busy moment on the machine slows all of them alike.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+from django.http import HttpResponse
+from django.template.response import SimpleTemplateResponse
+from django.test import RequestFactory
+from django.urls import resolve
+
+from batchboard import conf
+
+#: Rounds rendered before any time is kept: they warm caches.
+WARM_ROUNDS = 2
+
+
+def benchmark_user() -> User:
+    """
+    Return an unsaved, signed-in staff superuser.
+
+    It holds every permission (the admin's too) without a session or any
+    row of its own, so measuring a page adds no query of the user's.
+    """
+    return User(username="benchmark", is_staff=True, is_superuser=True, is_active=True)
+
+
+@dataclass
+class Timer:
+    """
+    Render one URL on demand and keep the time of every kept render.
+
+    The view is the one the URLconf resolves the path to, unless ``view``
+    names another (a reference view outside the URLconf).
+    """
+
+    path: str
+    user: User
+    view: Callable[..., HttpResponse] | None = None
+    samples: list[float] = field(default_factory=list)
+
+    def render(self) -> tuple[HttpResponse, float]:
+        """Render the page once; return the response and its milliseconds."""
+        request = RequestFactory().get(self.path)
+        request.user = self.user
+        view = self.view
+        args: tuple[Any, ...] = ()
+        kwargs: dict[str, Any] = {}
+        if view is None:
+            match = resolve(request.path_info)
+            view, args, kwargs = match.func, match.args, match.kwargs
+        started = time.perf_counter()
+        response = view(request, *args, **kwargs)
+        if isinstance(response, SimpleTemplateResponse):
+            response.render()
+        elapsed = time.perf_counter() - started
+        if response.status_code != 200:
+            raise CommandError(f"{self.path} answered {response.status_code}.")
+        return response, elapsed * 1000
+
+    def once(self, keep: bool) -> None:
+        _response, milliseconds = self.render()
+        if keep:
+            self.samples.append(milliseconds)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def measure(timers: Iterable[Timer], repeat: int) -> None:
+    """Render every page ``repeat`` times, round-robin, after the warm rounds."""
+    pages = list(timers)
+    for round_number in range(repeat + WARM_ROUNDS):
+        for timer in pages:
+            timer.once(keep=round_number >= WARM_ROUNDS)
+
+
+class BenchmarkCommand(BaseCommand):
+    """A benchmark of pages on the PostgreSQL metadata database."""
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--depth",
+            type=int,
+            default=1_000_000,
+            help="Rows deep for deep pages (capped at half the history; "
+            "default 1000000).",
+        )
+        parser.add_argument(
+            "--repeat", type=int, default=15, help="Renders per page (default 15)."
+        )
+
+    def write_table_head(
+        self, repeat: int, page_size: int, header: str, detail: str = ""
+    ) -> None:
+        """Write what the medians are of, then the table's header and a rule."""
+        self.stdout.write(
+            f"\nMedian render time of {repeat} renders, page size {page_size}"
+            f"{detail}.\n"
+        )
+        self.stdout.write(header)
+        self.stdout.write("-" * len(header))
+
+    def postgresql_alias(self) -> str:
+        """Return the metadata alias, refusing any database but PostgreSQL."""
+        alias = conf.database_alias()
+        if connections[alias].vendor != "postgresql":
+            raise CommandError(
+                "The benchmark needs the metadata on PostgreSQL: set "
+                "BATCHBOARD_DATABASE_URL (or DATABASE_URL) to a postgresql:// URL."
+            )
+        return alias
