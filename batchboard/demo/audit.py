@@ -23,11 +23,12 @@ import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from batchboard import actions, digests, schema
+from batchboard import actions, digests
 from batchboard.actions import ActionResult, Directive, RecoveryProposal, ServiceActor
 from batchboard.actions import permissions as action_permissions
 from batchboard.actions.envelope import validate_operation_id
@@ -42,6 +43,18 @@ from batchboard.repository import (
     JobRepository,
     RepositoryError,
     StaleVersion,
+)
+from batchboard.vocabulary import (
+    ABANDON,
+    APPLIED,
+    APPLY_PURGE,
+    AUTHORIZATION_CLASSES,
+    HOLD,
+    LIFECYCLE,
+    RECOVER,
+    REJECTED,
+    RELEASE_HOLD,
+    STOP,
 )
 
 
@@ -62,7 +75,7 @@ class Outcome:
 
     @property
     def applied(self) -> bool:
-        return self.request.outcome_class == "APPLIED"
+        return self.request.outcome_class == APPLIED
 
 
 _REJECTIONS: tuple[tuple[type[RepositoryError], str], ...] = (
@@ -98,7 +111,7 @@ class Operator:
         self, repository: JobRepository, *, actor: str, prefix: str = "demo"
     ) -> None:
         self.repository = repository
-        self.actor = ServiceActor(actor, schema.AUTHORIZATION_CLASSES)
+        self.actor = ServiceActor(actor, AUTHORIZATION_CLASSES)
         self.prefix = prefix
         self._serial = itertools.count(1)
 
@@ -115,30 +128,37 @@ class Operator:
         with actions.back_dated(self.repository.now, using=self.alias):
             yield
 
+    def _act(
+        self, action: str, service: Callable[..., ActionResult], **arguments: Any
+    ) -> ActionResult:
+        """Run the console service's ``action`` as this operator, on its clock."""
+        with self._acting():
+            return service(
+                user=self.actor, operation_id=self._operation_id(action), **arguments
+            )
+
     # -- through the service -----------------------------------------------------
 
     def stop(self, execution_id: int, expected_version: int) -> ActionResult:
         """STOP: ask the owning runtime to stop (no transition here)."""
-        with self._acting():
-            return actions.stop_execution(
-                user=self.actor,
-                execution_id=execution_id,
-                expected_version=expected_version,
-                operation_id=self._operation_id("STOP"),
-            )
+        return self._act(
+            STOP,
+            actions.stop_execution,
+            execution_id=execution_id,
+            expected_version=expected_version,
+        )
 
     def abandon(
         self, execution_id: int, expected_version: int, reason: str
     ) -> ActionResult:
         """ABANDON: write off a STOPPED or FAILED execution for good."""
-        with self._acting():
-            return actions.abandon_execution(
-                user=self.actor,
-                execution_id=execution_id,
-                expected_version=expected_version,
-                reason_code=reason,
-                operation_id=self._operation_id("ABANDON"),
-            )
+        return self._act(
+            ABANDON,
+            actions.abandon_execution,
+            execution_id=execution_id,
+            expected_version=expected_version,
+            reason_code=reason,
+        )
 
     def propose(self, execution_id: int) -> RecoveryProposal:
         """Return the recovery proposal as of the repository clock's moment."""
@@ -161,37 +181,31 @@ class Operator:
         omitted); its digest and unknown-commit marker go into the request.
         """
         reviewed = proposal or self.propose(execution_id)
-        with self._acting():
-            return actions.recover_execution(
-                user=self.actor,
-                execution_id=execution_id,
-                expected_version=expected_version,
-                evidence_digest=reviewed.digest,
-                unknown_commit=reviewed.evidence.unknown_commit,
-                directive=directive,
-                reason_code=reason,
-                operation_id=self._operation_id("RECOVER"),
-            )
+        return self._act(
+            RECOVER,
+            actions.recover_execution,
+            execution_id=execution_id,
+            expected_version=expected_version,
+            evidence_digest=reviewed.digest,
+            unknown_commit=reviewed.evidence.unknown_commit,
+            directive=directive,
+            reason_code=reason,
+        )
 
     def hold(self, instance_id: int, reason: str) -> ActionResult:
         """Place (or overwrite) a hold that keeps an instance out of purges."""
-        with self._acting():
-            return actions.place_hold(
-                user=self.actor,
-                instance_id=instance_id,
-                reason_code=reason,
-                operation_id=self._operation_id("HOLD"),
-            )
+        return self._act(
+            HOLD, actions.place_hold, instance_id=instance_id, reason_code=reason
+        )
 
     def release_hold(self, instance_id: int, reason: str) -> ActionResult:
         """Release an instance's hold (audited even if none was placed)."""
-        with self._acting():
-            return actions.release_hold(
-                user=self.actor,
-                instance_id=instance_id,
-                reason_code=reason,
-                operation_id=self._operation_id("RELEASE_HOLD"),
-            )
+        return self._act(
+            RELEASE_HOLD,
+            actions.release_hold,
+            instance_id=instance_id,
+            reason_code=reason,
+        )
 
     def purge(
         self,
@@ -211,13 +225,13 @@ class Operator:
                 min_age_seconds=min_age_seconds,
                 batch=batch,
             )
-            return actions.apply_purge(
-                user=self.actor,
+            return self._act(
+                APPLY_PURGE,
+                actions.apply_purge,
                 criteria=plan.criteria,
                 candidates=plan.candidates,
                 plan_digest_hex=plan.digest_hex,
                 reason_code=reason,
-                operation_id=self._operation_id("APPLY_PURGE"),
             )
 
     # -- written here: LAUNCH and RESTART -------------------------------------------
@@ -264,7 +278,7 @@ class Operator:
         effect: Callable[[], _Started],
     ) -> Outcome:
         """Run a Lifecycle request's effect and audit it, or audit its rejection."""
-        if not action_permissions.has_class(self.actor, action_permissions.LIFECYCLE):
+        if not action_permissions.has_class(self.actor, LIFECYCLE):
             raise PermissionDenied(f"{action} needs the LIFECYCLE authorization class")
         digest = digests.request_digest(
             action=action,
@@ -285,7 +299,7 @@ class Operator:
                 ),
                 job_execution_id=execution.pk if execution else None,
                 action=action,
-                authorization_class=action_permissions.LIFECYCLE,
+                authorization_class=LIFECYCLE,
                 operation_id=operation_id,
                 actor_ref=self.actor.actor_ref,
                 reason_code=None,
@@ -293,7 +307,7 @@ class Operator:
                 observed_version=None,
                 prior_status=prior,
                 result_status="STARTING" if execution else None,
-                outcome_class="REJECTED" if code else "APPLIED",
+                outcome_class=REJECTED if code else APPLIED,
                 rejection_code=code,
                 requested_at=at,
             )

@@ -33,24 +33,19 @@ import random
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import connections, transaction
 
-from batchboard import conf, digests
-from batchboard.demo.catalogue import (
-    EMPTY_CONTEXT,
-    JobSpec,
-    Node,
-    Revision,
-    Transition,
-    _chain,
-)
-from batchboard.demo.runs import FAILURE_WEIGHTS
+from batchboard import conf, digests, schema
+from batchboard.demo.catalogue import EMPTY_CONTEXT, JobSpec, Node, Revision, chain
+from batchboard.demo.runs import FAILURE_WEIGHTS, input_digest, weighted_names
+from batchboard.digests import _lp4
 from batchboard.models import JobDefinition
+from batchboard.repository import truncate_ms
 
 HISTORY_DAYS = 60
 #: Instances of the rare job over the whole load, spread evenly.
@@ -66,22 +61,25 @@ _FAULT_JSON = _JSONB + json.dumps(
     digests.EMPTY_FAULT_STATE, separators=(",", ":")
 ).encode("utf-8")
 _FAULT_CHECKSUM = digests.fault_state_checksum(digests.EMPTY_FAULT_STATE)
-_FLOW_STEP_INPUT = b"oxide-batch.flow-step-input.v1\0"
 _EMPTY_DESCRIPTOR = (*EMPTY_CONTEXT, _EMPTY_JSON)
 
 
-def _bulk_job(name: str, nodes: Sequence[tuple[str, str, int]], weight: int) -> JobSpec:
-    built = tuple(Node(node_id, kind, chunk_size=size) for node_id, kind, size in nodes)  # type: ignore[arg-type]
-    transitions: list[Transition] = []
-    for index, node in enumerate(built):
-        following = built[index + 1].id if index + 1 < len(built) else None
-        transitions.extend(_chain(node.id, following))
+def _bulk_job(name: str, weight: int, *steps: tuple[str, int]) -> JobSpec:
+    """
+    Return a flow of ``steps`` run in order, each ``(node id, chunk size)``.
+
+    A chunk size of 0 makes the step a tasklet.
+    """
+    nodes = tuple(
+        Node(node_id, "chunk", chunk_size=size) if size else Node(node_id, "tasklet")
+        for node_id, size in steps
+    )
     return JobSpec(
         name,
         "flow",
-        built,
-        tuple(transitions),
-        lambda rng, serial, when: {},
+        nodes,
+        chain(*(node.id for node in nodes)),
+        lambda serial, when: {},
         revisions=(Revision("bulk-1"),),
         weight=weight,
     )
@@ -90,59 +88,47 @@ def _bulk_job(name: str, nodes: Sequence[tuple[str, str, int]], weight: int) -> 
 BULK_JOBS: tuple[JobSpec, ...] = (
     _bulk_job(
         "orders-etl",
-        (
-            ("extract-orders", "chunk", 500),
-            ("transform-orders", "chunk", 500),
-            ("load-warehouse", "tasklet", 0),
-        ),
         30,
+        ("extract-orders", 500),
+        ("transform-orders", 500),
+        ("load-warehouse", 0),
     ),
     _bulk_job(
         "clickstream-rollup",
-        (
-            ("read-events", "chunk", 2000),
-            ("aggregate-sessions", "chunk", 1000),
-            ("publish-metrics", "tasklet", 0),
-        ),
         25,
+        ("read-events", 2000),
+        ("aggregate-sessions", 1000),
+        ("publish-metrics", 0),
     ),
     _bulk_job(
         "billing-usage-aggregate",
-        (
-            ("collect-usage", "chunk", 250),
-            ("rate-usage", "chunk", 250),
-            ("post-charges", "chunk", 100),
-        ),
         20,
+        ("collect-usage", 250),
+        ("rate-usage", 250),
+        ("post-charges", 100),
     ),
     _bulk_job(
         "partner-feed-export",
-        (
-            ("select-items", "chunk", 1000),
-            ("render-feed", "chunk", 500),
-            ("upload-feed", "tasklet", 0),
-        ),
         15,
+        ("select-items", 1000),
+        ("render-feed", 500),
+        ("upload-feed", 0),
     ),
     _bulk_job(
         "inventory-reconcile",
-        (
-            ("fetch-stock", "chunk", 500),
-            ("compare-ledger", "chunk", 500),
-            ("report-drift", "tasklet", 0),
-        ),
         10,
+        ("fetch-stock", 500),
+        ("compare-ledger", 500),
+        ("report-drift", 0),
     ),
 )
 #: The job a benchmark pages deeply: a few hundred instances spread evenly.
 RARE_JOB = _bulk_job(
     "annual-tax-archive",
-    (
-        ("gather-filings", "chunk", 100),
-        ("seal-archive", "tasklet", 0),
-        ("ship-archive", "tasklet", 0),
-    ),
     0,
+    ("gather-filings", 100),
+    ("seal-archive", 0),
+    ("ship-archive", 0),
 )
 
 
@@ -182,6 +168,13 @@ class _Batch:
     steps: list[tuple[Any, ...]] = field(default_factory=list)
     decisions: list[tuple[Any, ...]] = field(default_factory=list)
 
+    def filled(self) -> Iterator[tuple[_BulkTable, list[tuple[Any, ...]]]]:
+        """Yield each table the loader writes with its planned rows, if any."""
+        for table in _TABLES:
+            rows: list[tuple[Any, ...]] = getattr(self, table.attribute)
+            if rows:
+                yield table, rows
+
 
 @dataclass(frozen=True)
 class _Definition:
@@ -196,7 +189,7 @@ class _Definition:
     @property
     def prefix(self) -> bytes:
         """Return the job-name part of the instance key pre-image."""
-        return b"\x01" + _lp4(self.spec.name.encode("utf-8"))
+        return digests.instance_key_preimage(self.spec.name, {})
 
     @classmethod
     def of(cls, spec: JobSpec, definition_id: int, digest: bytes) -> _Definition:
@@ -209,129 +202,95 @@ class _Definition:
         return cls(spec, definition_id, digest, routes)
 
 
-INSTANCE_COLUMNS = (
-    "id",
-    "job_name",
-    "instance_key",
-    "identifying_parameters",
-    "created_at",
-)
-EXECUTION_COLUMNS = (
-    "id",
-    "job_instance_id",
-    "definition_id",
-    "restart_of_execution_id",
-    "attempt",
-    "status",
-    "exit_code",
-    "parameters",
-    "context_format",
-    "context_schema",
-    "context_schema_version",
-    "context_payload",
-    "failure_category",
-    "failure_id",
-    "created_at",
-    "started_at",
-    "ended_at",
-    "updated_at",
-    "version",
-    "owner_token",
-)
-STEP_COLUMNS = (
-    "id",
-    "job_execution_id",
-    "step_name",
-    "status",
-    "exit_code",
-    "read_count",
-    "processed_count",
-    "write_count",
-    "filter_count",
-    "commit_count",
-    "rollback_count",
-    "checkpoint_format",
-    "checkpoint_schema",
-    "checkpoint_schema_version",
-    "checkpoint_payload",
-    "context_format",
-    "context_schema",
-    "context_schema_version",
-    "context_payload",
-    "failure_category",
-    "failure_id",
-    "created_at",
-    "started_at",
-    "ended_at",
-    "updated_at",
-    "version",
-    "step_logical_id",
-    "read_retry_count",
-    "process_retry_count",
-    "write_retry_count",
-    "read_skip_count",
-    "process_skip_count",
-    "write_skip_count",
-    "no_rollback_count",
-    "fault_state_payload",
-    "fault_state_checksum",
-)
-DECISION_COLUMNS = (
-    "id",
-    "job_execution_id",
-    "source_step_execution_id",
-    "reused_decision_id",
-    "sequence",
-    "source_node_id",
-    "observed_outcome",
-    "target_node_id",
-    "transition_kind",
-    "terminal_kind",
-    "plan_fingerprint",
-    "input_digest",
-    "decided_at",
-)
-_TABLES = (
-    ("ob_job_instance", INSTANCE_COLUMNS, "instances"),
-    ("ob_job_execution", EXECUTION_COLUMNS, "executions"),
-    ("ob_step_execution", STEP_COLUMNS, "steps"),
-    ("ob_flow_decision", DECISION_COLUMNS, "decisions"),
-)
 _I8, _I4, _I2, _TEXT, _BYTES = "int8", "int4", "int2", "text", "bytea"
 _JSON, _STAMP = "jsonb", "timestamptz"
-# Column types in the order of the column lists above.
-_TYPES = {
-    "instances": (_I8, _TEXT, _BYTES, _JSON, _STAMP),
-    "executions": (
-        (_I8, _I8, _I8, _I8, _I4, _TEXT, _TEXT, _JSON)
-        + (_I2, _TEXT, _I4, _JSON, _TEXT, _I8)
-        + (_STAMP,) * 4
-        + (_I8, _BYTES)
-    ),
-    "steps": (
-        (_I8, _I8, _TEXT, _TEXT, _TEXT)
-        + (_I8,) * 6
-        + (_I2, _TEXT, _I4, _JSON) * 2
-        + (_TEXT, _I8)
-        + (_STAMP,) * 4
-        + (_I8, _TEXT)
-        + (_I8,) * 7
-        + (_JSON, _BYTES)
-    ),
-    "decisions": (_I8,) * 5 + (_TEXT,) * 5 + (_BYTES, _BYTES, _STAMP),
-}
-# Planned rows already hold the binary COPY wire form of every value: a
-# timestamptz is int8 microseconds since 2000-01-01 UTC and a jsonb value is
-# bytes (version byte, then the text), so each is sent with the dumper of
-# its wire type and no value is converted per row. PostgreSQL still receives
-# and checks a timestamptz and a jsonb value for those columns.
-_WIRE = {_STAMP: _I8, _JSON: _BYTES}
-_WIRE_TYPES = {
-    attribute: [_WIRE.get(kind, kind) for kind in kinds]
-    for attribute, kinds in _TYPES.items()
-}
+_INTEGERS = {"bigint": _I8, "integer": _I4, "smallint": _I2}
 
-_FAILURE_NAMES = [name for name, weight in FAILURE_WEIGHTS for _ in range(weight)]
+
+def _copy_type(pg_type: str) -> str:
+    """Return the binary COPY type of a column type of the schema."""
+    if pg_type.startswith("varchar"):
+        return _TEXT
+    return _INTEGERS.get(pg_type, pg_type)
+
+
+@dataclass(frozen=True)
+class _BulkTable:
+    """
+    A table the loader writes: the ``_Batch`` list of its rows, the most
+    rows one execution adds to it, and its columns with their COPY types.
+    """
+
+    name: str
+    attribute: str
+    per_execution: int
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls, name: str, attribute: str, per_execution: int, *left_out: str
+    ) -> _BulkTable:
+        """
+        Describe table ``name`` from the schema, without the ``left_out``
+        columns (left NULL or at their default by every planned row).
+        """
+        (table,) = (table for table in schema.TABLES if table.name == name)
+        columns = [column for column in table.columns if column.name not in left_out]
+        return cls(
+            name,
+            attribute,
+            per_execution,
+            tuple(column.name for column in columns),
+            tuple(_copy_type(column.pg_type) for column in columns),
+        )
+
+    @property
+    def wire_types(self) -> list[str]:
+        """
+        Return the types the planned values are sent as.
+
+        Planned rows already hold the binary COPY wire form of every value:
+        a timestamptz is int8 microseconds since 2000-01-01 UTC and a jsonb
+        value is bytes (version byte, then the text), so each is sent with
+        the dumper of its wire type and no value is converted per row.
+        PostgreSQL still receives and checks a timestamptz and a jsonb value
+        for those columns.
+        """
+        wire = {_STAMP: _I8, _JSON: _BYTES}
+        return [wire.get(kind, kind) for kind in self.types]
+
+
+# Each planned row holds these columns, in this order.
+_TABLES = (
+    _BulkTable.of(
+        "ob_job_instance",
+        "instances",
+        1,
+        "hold_actor",
+        "hold_reason",
+        "hold_placed_at",
+    ),
+    _BulkTable.of(
+        "ob_job_execution",
+        "executions",
+        1,
+        "upgrade_from_definition_id",
+        "stop_requested_at",
+        "stop_requested_by",
+    ),
+    _BulkTable.of(
+        "ob_step_execution",
+        "steps",
+        3,
+        "fault_state_format",
+        "fault_state_schema",
+        "fault_state_schema_version",
+    ),
+    _BulkTable.of("ob_flow_decision", "decisions", 3),
+)
+
+_FAILURE_NAMES = weighted_names(FAILURE_WEIGHTS)
 
 
 class _Step:
@@ -463,7 +422,7 @@ class _Planner:
         nodes = definition.spec.nodes
         routes = definition.routes
         digest = definition.digest
-        inputs = [_input_digest(key, node.id) for node in nodes]
+        inputs = [input_digest(key, node.id) for node in nodes]
         # Latest step state per node index, and the STEP_EXIT decision (id,
         # step id, target) that completed each node, for carry-over and reuse.
         carried: dict[int, _Step] = {}
@@ -482,7 +441,7 @@ class _Planner:
                 if index in completed:
                     # A restart does not re-run a completed step: the flow
                     # records the reuse of the earlier decision.
-                    decision_id, step_id, target = completed[index]
+                    decision_id, step_id, reused_target = completed[index]
                     sequence += 1
                     ids.decision += 1
                     t += 1 + int(draw() * 4)
@@ -495,7 +454,7 @@ class _Planner:
                             sequence,
                             node.id,
                             "COMPLETED",
-                            target,
+                            reused_target,
                             "COMPLETED_STEP_REUSE",
                             None,
                             digest,
@@ -648,23 +607,6 @@ class _Planner:
             clock = updated + 60_000 + int(draw() * 3_540_000)
 
 
-def _input_digest(instance_key: bytes, node_id: str) -> bytes:
-    """
-    Return the input digest a flow step's decisions carry.
-
-    The runtime derives it from the step's inputs under the flow-step domain
-    tag; here the inputs are the instance and the node, so a restart's reuse
-    decision carries the digest of the decision it reuses.
-    """
-    return hashlib.sha256(
-        _FLOW_STEP_INPUT + instance_key + node_id.encode("utf-8")
-    ).digest()
-
-
-def _lp4(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
-
-
 _KEY_BACKFILL = _lp4(b"backfill") + b"\x04"
 _KEY_DATE = _lp4(b"business_date") + b"\x01"
 _KEY_RUN = _lp4(b"run_id") + b"\x03"
@@ -715,13 +657,8 @@ def _ensure_definitions(
 def _max_ids(alias: str) -> _Ids:
     with connections[alias].cursor() as cursor:
         values = []
-        for table in (
-            "ob_job_instance",
-            "ob_job_execution",
-            "ob_step_execution",
-            "ob_flow_decision",
-        ):
-            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")
+        for table in _TABLES:
+            cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table.name}")
             values.append(int(cursor.fetchone()[0]))
     return _Ids(*values)
 
@@ -742,15 +679,13 @@ def _sqlite_value(kind: str, value: Any) -> Any:
 def _write_postgresql(alias: str, batch: _Batch) -> None:
     raw = connections[alias].cursor().connection
     with raw.cursor() as cursor:
-        for table, columns, attribute in _TABLES:
-            rows: list[tuple[Any, ...]] = getattr(batch, attribute)
-            if not rows:
-                continue
+        for table, rows in batch.filled():
             statement = (
-                f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+                f"COPY {table.name} ({', '.join(table.columns)}) "
+                "FROM STDIN (FORMAT BINARY)"
             )
             with cursor.copy(statement) as copy:
-                copy.set_types(_WIRE_TYPES[attribute])
+                copy.set_types(table.wire_types)
                 write = copy.write_row
                 for row in rows:
                     write(row)
@@ -758,21 +693,18 @@ def _write_postgresql(alias: str, batch: _Batch) -> None:
 
 def _write_sqlite(alias: str, batch: _Batch) -> None:
     with connections[alias].cursor() as cursor:
-        for table, columns, attribute in _TABLES:
-            rows: list[tuple[Any, ...]] = getattr(batch, attribute)
-            if not rows:
-                continue
-            kinds = _TYPES[attribute]
+        for table, rows in batch.filled():
             converted = [
                 [
                     _sqlite_value(kind, value)
-                    for kind, value in zip(kinds, row, strict=True)
+                    for kind, value in zip(table.types, row, strict=True)
                 ]
                 for row in rows
             ]
-            marks = ", ".join(["%s"] * len(columns))
+            marks = ", ".join(["%s"] * len(table.columns))
             cursor.executemany(
-                f'INSERT INTO "{table}" ({", ".join(columns)}) VALUES ({marks})',
+                f'INSERT INTO "{table.name}" ({", ".join(table.columns)}) '
+                f"VALUES ({marks})",
                 converted,
             )
 
@@ -809,7 +741,7 @@ def bulk_load(
         raise ValueError("use 1 to 8 workers")
     alias = using or conf.database_alias()
     connection = connections[alias]
-    now = digests_now(now)
+    now = truncate_ms(now or datetime.now(UTC))
     end = now - timedelta(hours=6)
     start = end - timedelta(days=HISTORY_DAYS)
     registered = start - timedelta(days=1)
@@ -872,25 +804,22 @@ def _reserve_ids(alias: str, executions: int) -> _Ids:
     connection = connections[alias]
     bases = []
     with transaction.atomic(using=alias), connection.cursor() as cursor:
-        for table, per_execution in (
-            ("ob_job_instance", 1),
-            ("ob_job_execution", 1),
-            ("ob_step_execution", 3),
-            ("ob_flow_decision", 3),
-        ):
-            cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+        for table in _TABLES:
+            cursor.execute(f"LOCK TABLE {table.name} IN SHARE ROW EXCLUSIVE MODE")
             cursor.execute(
-                "SELECT pg_get_serial_sequence(%s, 'id')", [f"oxide_batch.{table}"]
+                "SELECT pg_get_serial_sequence(%s, 'id')",
+                [f"{schema.SCHEMA_NAME}.{table.name}"],
             )
             (sequence,) = cursor.fetchone()
             cursor.execute(
-                f"SELECT GREATEST(nextval(%s) - 1, (SELECT COALESCE(MAX(id), 0) FROM {table}))",
+                "SELECT GREATEST(nextval(%s) - 1, "
+                f"(SELECT COALESCE(MAX(id), 0) FROM {table.name}))",
                 [sequence],
             )
             (base,) = cursor.fetchone()
             cursor.execute(
                 "SELECT setval(%s, %s, true)",
-                [sequence, base + per_execution * executions],
+                [sequence, base + table.per_execution * executions],
             )
             bases.append(int(base))
     return _Ids(*bases)
@@ -952,11 +881,3 @@ def _load_parallel(
 
 class _Abandoned(Exception):
     """Another writer failed: roll this writer's transaction back too."""
-
-
-def digests_now(now: datetime | None) -> datetime:
-    """Return ``now`` (or the wall clock) as an aware UTC instant in whole ms."""
-    moment = now or datetime.now(UTC)
-    if moment.tzinfo is None:
-        raise ValueError("now must be timezone-aware")
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)

@@ -13,13 +13,13 @@ plan fingerprints.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from batchboard.digests import JobParameter, manifest_digest
+from batchboard.repository import DEFAULT_START_LIMIT
 from batchboard.repository.flows import pattern_matches
 
 StepKind = Literal["tasklet", "chunk", "partitioned", "decision"]
@@ -28,7 +28,6 @@ Terminal = Literal["complete", "fail", "stop"]
 
 #: Execution context every new execution and step starts with (spec 7.3).
 EMPTY_CONTEXT = (1, "oxide_batch.empty.v1", 1)
-START_LIMIT = 4294967295
 PARTITION_CONTEXT_SCHEMA = "batchboard.demo.partition"
 
 
@@ -87,7 +86,9 @@ class Revision:
     upgrade_key: str = ""
 
 
-ParameterFactory = Callable[[random.Random, int, datetime], dict[str, JobParameter]]
+#: Draws an instance's identifying parameters from its serial number (per
+#: job) and its launch time.
+ParameterFactory = Callable[[int, datetime], dict[str, JobParameter]]
 
 
 @dataclass(frozen=True)
@@ -170,20 +171,8 @@ class JobSpec:
         }
 
 
-def _one_step_manifest(job: JobSpec, node: Node, revision: Revision) -> dict[str, Any]:
-    step = job.step_name(node, revision)
-    if node.kind == "tasklet":
-        return {
-            "component": {"tasklet": f"{node.id}-tasklet-1"},
-            "delivery_mode": "best_effort",
-            "format": 1,
-            "job": job.name,
-            "kind": "tasklet",
-            "restart_state": "none",
-            "revision": revision.name,
-            "step": step,
-            "transaction_boundary": "tasklet_completion",
-        }
+def _chunk_declaration(node: Node, revision: Revision) -> dict[str, Any]:
+    """Return what a chunk step declares, alone or as a node of a flow."""
     return {
         "checkpoint": {"schema": node.checkpoint_schema, "version": 1},
         "components": {
@@ -192,19 +181,42 @@ def _one_step_manifest(job: JobSpec, node: Node, revision: Revision) -> dict[str
             "writer": f"{node.id}-writer-1",
         },
         "delivery_mode": "atomic_same_resource",
-        "format": 1,
-        "job": job.name,
-        "kind": "chunk",
-        "restart_state": "checkpoint",
-        "revision": revision.name,
         "size": node.chunk_size * revision.chunk_scale,
-        "step": step,
         "transaction_boundary": "chunk",
     }
 
 
+#: What every tasklet step declares besides its component.
+_TASKLET_DELIVERY = {
+    "delivery_mode": "best_effort",
+    "transaction_boundary": "tasklet_completion",
+}
+
+
+def _one_step_manifest(job: JobSpec, node: Node, revision: Revision) -> dict[str, Any]:
+    manifest: dict[str, Any] = {
+        "format": 1,
+        "job": job.name,
+        "kind": node.kind,
+        "revision": revision.name,
+        "step": job.step_name(node, revision),
+    }
+    if node.kind == "tasklet":
+        return {
+            **manifest,
+            **_TASKLET_DELIVERY,
+            "component": {"tasklet": f"{node.id}-tasklet-1"},
+            "restart_state": "none",
+        }
+    return {
+        **manifest,
+        **_chunk_declaration(node, revision),
+        "restart_state": "checkpoint",
+    }
+
+
 def _start_controls() -> dict[str, Any]:
-    return {"allow_start_if_complete": False, "start_limit": START_LIMIT}
+    return {"allow_start_if_complete": False, "start_limit": DEFAULT_START_LIMIT}
 
 
 def _node_manifest(job: JobSpec, node: Node, revision: Revision) -> dict[str, Any]:
@@ -228,23 +240,9 @@ def _node_manifest(job: JobSpec, node: Node, revision: Revision) -> dict[str, An
             "worker": {"component": f"{node.id}-worker-1", "kind": "tasklet"},
         }
     if node.kind == "tasklet":
-        declaration: dict[str, Any] = {
-            "component": f"{node.id}-tasklet-1",
-            "delivery_mode": "best_effort",
-            "transaction_boundary": "tasklet_completion",
-        }
+        declaration = {**_TASKLET_DELIVERY, "component": f"{node.id}-tasklet-1"}
     else:
-        declaration = {
-            "checkpoint": {"schema": node.checkpoint_schema, "version": 1},
-            "components": {
-                "processor": f"{node.id}-processor-1",
-                "reader": f"{node.id}-reader-1",
-                "writer": f"{node.id}-writer-1",
-            },
-            "delivery_mode": "atomic_same_resource",
-            "size": node.chunk_size * revision.chunk_scale,
-            "transaction_boundary": "chunk",
-        }
+        declaration = _chunk_declaration(node, revision)
     return {
         "id": node.id,
         "kind": "step",
@@ -292,9 +290,7 @@ _REGIONS = ("eu-west-1", "eu-central-1", "us-east-1", "ap-southeast-2")
 _LEDGERS = ("general", "receivables", "payables", "treasury")
 
 
-def _ledger_import(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _ledger_import(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "business_date": JobParameter.string(_day(when)),
         "ledger": JobParameter.string(_LEDGERS[serial % len(_LEDGERS)]),
@@ -303,18 +299,14 @@ def _ledger_import(
     }
 
 
-def _invoice_export(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _invoice_export(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "billing_period": JobParameter.string(_period(when)),
         "tenant_id": JobParameter.u64(1000 + serial),
     }
 
 
-def _email_digest(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _email_digest(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "send_date": JobParameter.string(_day(when)),
         "segment": JobParameter.string(("weekly", "daily", "vip")[serial % 3]),
@@ -323,9 +315,7 @@ def _email_digest(
     }
 
 
-def _fx_rates(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _fx_rates(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "as_of": JobParameter.string(when.strftime("%Y-%m-%dT%H:00Z")),
         "provider": JobParameter.string(("ecb", "fed", "boe")[serial % 3]),
@@ -333,7 +323,7 @@ def _fx_rates(
     }
 
 
-def _vacuum(rng: random.Random, serial: int, when: datetime) -> dict[str, JobParameter]:
+def _vacuum(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "cluster": JobParameter.string(f"dwh-{serial % 3 + 1}"),
         "window_offset_hours": JobParameter.i64(-(serial % 24)),
@@ -341,18 +331,14 @@ def _vacuum(rng: random.Random, serial: int, when: datetime) -> dict[str, JobPar
     }
 
 
-def _cache_warmup(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _cache_warmup(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "region": JobParameter.string(_REGIONS[serial % len(_REGIONS)]),
         "generation": JobParameter.u64(serial),
     }
 
 
-def _month_end(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _month_end(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "period": JobParameter.string(_period(when)),
         "entity": JobParameter.string(f"entity-{serial % 40:02d}"),
@@ -360,9 +346,7 @@ def _month_end(
     }
 
 
-def _payroll(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _payroll(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "pay_period": JobParameter.string(_day(when)),
         "company_id": JobParameter.u64(70000 + serial),
@@ -370,27 +354,21 @@ def _payroll(
     }
 
 
-def _erasure(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _erasure(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "request_batch": JobParameter.u64(serial),
         "jurisdiction": JobParameter.string(("EU", "UK", "CA", "BR")[serial % 4]),
     }
 
 
-def _reindex(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _reindex(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "index": JobParameter.string(("products", "orders", "customers")[serial % 3]),
         "generation": JobParameter.u64(serial),
     }
 
 
-def _thumbnails(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _thumbnails(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "bucket": JobParameter.string(f"media-{serial % 5}"),
         "since_day_offset": JobParameter.i64(-(serial % 365) - 1),
@@ -398,9 +376,7 @@ def _thumbnails(
     }
 
 
-def _compaction(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _compaction(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "cluster": JobParameter.string(f"kv-{serial % 4}"),
         "level": JobParameter.i64(serial % 7 - 3),
@@ -409,9 +385,7 @@ def _compaction(
     }
 
 
-def _rapports(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _rapports(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "mois": JobParameter.string(_period(when)),
         "département": JobParameter.string(
@@ -421,9 +395,7 @@ def _rapports(
     }
 
 
-def _inventory(
-    rng: random.Random, serial: int, when: datetime
-) -> dict[str, JobParameter]:
+def _inventory(serial: int, when: datetime) -> dict[str, JobParameter]:
     return {
         "warehouse": JobParameter.string(f"WH-{serial % 12:02d}"),
         "snapshot_id": JobParameter.u64(900000 + serial),
@@ -431,21 +403,27 @@ def _inventory(
     }
 
 
-def _chain(source: str, target: str | None) -> tuple[Transition, ...]:
-    """Return the usual edges of a step: fail on FAILED, stop on STOPPED, else on."""
-    return (
-        Transition(source, "FAILED", terminal="fail"),
-        Transition(source, "STOPPED", terminal="stop"),
-        (
-            Transition(source, "*", node=target)
-            if target is not None
-            else Transition(source, "*", terminal="complete")
-        ),
+def chain(*steps: str, then: str | None = None) -> tuple[Transition, ...]:
+    """
+    Return the usual edges of ``steps`` run one after another.
+
+    Each step fails the job on FAILED and stops it on STOPPED; any other
+    outcome goes on to the next step, and from the last one to the node
+    ``then`` or, without one, completes the job.
+    """
+    return tuple(
+        transition
+        for source, target in zip(steps, (*steps[1:], then), strict=True)
+        for transition in (
+            Transition(source, "FAILED", terminal="fail"),
+            Transition(source, "STOPPED", terminal="stop"),
+            (
+                Transition(source, "*", node=target)
+                if target is not None
+                else Transition(source, "*", terminal="complete")
+            ),
+        )
     )
-
-
-def _one_step(node: Node) -> tuple[Transition, ...]:
-    return _chain(node.id, None)
 
 
 _IMPORT = Node("import", "chunk", chunk_size=10000)
@@ -462,7 +440,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "nightly-ledger-import",
         "chunk",
         (_IMPORT,),
-        _one_step(_IMPORT),
+        chain(_IMPORT.id),
         _ledger_import,
         revisions=(
             Revision("2026.10.1"),
@@ -478,7 +456,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "invoice-export",
         "chunk",
         (_EXPORT,),
-        _one_step(_EXPORT),
+        chain(_EXPORT.id),
         _invoice_export,
         revisions=(
             Revision("2026.09"),
@@ -497,7 +475,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "customer-email-digest",
         "chunk",
         (_SEND,),
-        _one_step(_SEND),
+        chain(_SEND.id),
         _email_digest,
         weight=40,
         failure_rate=0.04,
@@ -509,7 +487,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "fx-rates-refresh",
         "tasklet",
         (_FETCH,),
-        _one_step(_FETCH),
+        chain(_FETCH.id),
         _fx_rates,
         weight=64,
         failure_rate=0.05,
@@ -519,7 +497,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "warehouse-vacuum",
         "tasklet",
         (_VACUUM,),
-        _one_step(_VACUUM),
+        chain(_VACUUM.id),
         _vacuum,
         weight=24,
         failure_rate=0.03,
@@ -529,7 +507,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "cache-warmup",
         "tasklet",
         (_WARM,),
-        _one_step(_WARM),
+        chain(_WARM.id),
         _cache_warmup,
         weight=32,
         failure_rate=0.02,
@@ -549,12 +527,11 @@ CATALOGUE: tuple[JobSpec, ...] = (
             Node("publish-reports", "tasklet"),
         ),
         (
-            *_chain("freeze-ledger", "balance-check"),
+            *chain("freeze-ledger", then="balance-check"),
             Transition("balance-check", "BALANCED", node="publish-reports"),
             Transition("balance-check", "ADJUST*", node="post-adjustments"),
             Transition("balance-check", "*", terminal="stop"),
-            *_chain("post-adjustments", "publish-reports"),
-            *_chain("publish-reports", None),
+            *chain("post-adjustments", "publish-reports"),
         ),
         _month_end,
         weight=24,
@@ -573,11 +550,10 @@ CATALOGUE: tuple[JobSpec, ...] = (
             Node("export-bank-file", "tasklet"),
         ),
         (
-            *_chain("validate-timesheets", "compute-pay"),
-            *_chain("compute-pay", "approval-gate"),
+            *chain("validate-timesheets", "compute-pay", then="approval-gate"),
             Transition("approval-gate", "APPROVED", node="export-bank-file"),
             Transition("approval-gate", "*", terminal="fail"),
-            *_chain("export-bank-file", None),
+            *chain("export-bank-file"),
         ),
         _payroll,
         weight=24,
@@ -593,11 +569,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
             Node("erase-records", "chunk", chunk_size=500),
             Node("write-audit", "tasklet"),
         ),
-        (
-            *_chain("collect-subjects", "erase-records"),
-            *_chain("erase-records", "write-audit"),
-            *_chain("write-audit", None),
-        ),
+        chain("collect-subjects", "erase-records", "write-audit"),
         _erasure,
         weight=24,
         failure_rate=0.07,
@@ -611,7 +583,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
             Node("reindex", "partitioned", partitions=(8, 16)),
             Node("swap-alias", "tasklet"),
         ),
-        (*_chain("reindex", "swap-alias"), *_chain("swap-alias", None)),
+        chain("reindex", "swap-alias"),
         _reindex,
         weight=6,
         failure_rate=0.06,
@@ -621,7 +593,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "image-thumbnail-backfill",
         "partitioned",
         (Node("render", "partitioned", partitions=(32, 64)),),
-        _chain("render", None),
+        chain("render"),
         _thumbnails,
         weight=1,
         failure_rate=0.08,
@@ -631,7 +603,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "shard-compaction",
         "partitioned",
         (Node("compact", "partitioned", partitions=(4, 8)),),
-        _chain("compact", None),
+        chain("compact"),
         _compaction,
         weight=10,
         failure_rate=0.05,
@@ -641,7 +613,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "Rapports mensuels / Région Île-de-France",
         "tasklet",
         (_RAPPORT,),
-        _one_step(_RAPPORT),
+        chain(_RAPPORT.id),
         _rapports,
         weight=12,
         failure_rate=0.05,
@@ -650,7 +622,7 @@ CATALOGUE: tuple[JobSpec, ...] = (
         "inventory-snapshot",
         "chunk",
         (_SNAPSHOT,),
-        _one_step(_SNAPSHOT),
+        chain(_SNAPSHOT.id),
         _inventory,
         weight=32,
         failure_rate=0.03,

@@ -54,6 +54,8 @@ FAILURE_WEIGHTS = (
     ("SERIALIZATION", 5),
     ("INVARIANT", 5),
 )
+#: The statuses an attempt may end in and still be restarted.
+RESTARTABLE = ("FAILED", "STOPPED")
 _FLOW_STEP_INPUT = b"oxide-batch.flow-step-input.v1\0"
 _DECIDER_INPUT = b"oxide-batch.decider-input.v1\0"
 
@@ -128,7 +130,7 @@ class JobRun:
         plan: RunPlan,
         memory: InstanceMemory,
         rng: random.Random,
-        pace: Callable[[float], None] = lambda seconds: None,
+        pace: Callable[[float], object] = lambda seconds: None,
         on_commit: Callable[[JobRun], None] | None = None,
         launched: JobExecution | None = None,
     ) -> None:
@@ -233,7 +235,13 @@ class JobRun:
                     return
                 assert self.step is not None
                 if outcome == "FAILED":
-                    failure = Failure(self.step.failure_category, self.step.failure_id)
+                    category, failure_id = (
+                        self.step.failure_category,
+                        self.step.failure_id,
+                    )
+                    # The schema makes a FAILED step carry its failure.
+                    assert category is not None and failure_id is not None
+                    failure = Failure(category, failure_id)
                 transition = self.spec.next_target(node.id, outcome)
                 if self.spec.manifest_format > 1:
                     decision = self._decide(
@@ -502,10 +510,6 @@ class JobRun:
         reused: int | None = None,
     ) -> FlowDecision:
         self._sequence += 1
-        tag = _DECIDER_INPUT if kind == "DECIDER" else _FLOW_STEP_INPUT
-        input_digest = hashlib.sha256(
-            tag + self.instance_key + node.id.encode("utf-8")
-        ).digest()
         return self.repository.append_flow_decision(
             self.execution_id,
             source_node_id=node.id,
@@ -516,16 +520,34 @@ class JobRun:
             ),
             transition_kind=kind,
             plan_fingerprint=self.fingerprint,
-            input_digest=input_digest,
+            input_digest=input_digest(
+                self.instance_key, node.id, decider=kind == "DECIDER"
+            ),
             source_step_execution_id=source_step_id,
             reused_decision_id=reused,
             sequence=self._sequence,
         )
 
 
+def input_digest(instance_key: bytes, node_id: str, *, decider: bool = False) -> bytes:
+    """
+    Return the input digest a flow decision of ``node_id`` carries.
+
+    The runtime derives it from the node's inputs under the flow-step (or
+    decider) domain tag; here the inputs are the instance and the node, so
+    a restart's reuse decision carries the digest of the decision it reuses.
+    """
+    tag = _DECIDER_INPUT if decider else _FLOW_STEP_INPUT
+    return hashlib.sha256(tag + instance_key + node_id.encode("utf-8")).digest()
+
+
+def weighted_names(choices: tuple[tuple[str, int], ...]) -> list[str]:
+    """Return each name repeated by its weight: a uniform pick is weighted."""
+    return [name for name, weight in choices for _ in range(weight)]
+
+
 def _weighted(rng: random.Random, choices: tuple[tuple[str, int], ...]) -> str:
-    names = [name for name, weight in choices for _ in range(weight)]
-    return rng.choice(names)
+    return rng.choice(weighted_names(choices))
 
 
 def _partition_entry(

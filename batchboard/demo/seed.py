@@ -21,17 +21,17 @@ import heapq
 import itertools
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 
 from batchboard import conf
-from batchboard.actions import APPLIED, Directive
+from batchboard.actions import Directive
 from batchboard.demo.audit import Operator
-from batchboard.demo.catalogue import CATALOGUE, JobSpec, Revision
-from batchboard.demo.runs import InstanceMemory, JobRun, RunPlan
+from batchboard.demo.catalogue import CATALOGUE, JobSpec, Revision, job
+from batchboard.demo.runs import RESTARTABLE, InstanceMemory, JobRun, RunPlan
 from batchboard.digests import JobParameter, epoch_ms, parameters_from_json
 from batchboard.models import (
     FlowDecision,
@@ -43,7 +43,13 @@ from batchboard.models import (
     StepExecution,
     StepPartition,
 )
-from batchboard.repository import Definition, JobRepository, ManualClock
+from batchboard.repository import (
+    Definition,
+    JobRepository,
+    ManualClock,
+    truncate_ms,
+)
+from batchboard.vocabulary import APPLIED, UNRESOLVED
 
 DEFAULT_INSTANCES = 2000
 HISTORY_DAYS = 60
@@ -86,10 +92,11 @@ class _Timeline:
     def __init__(self, clock: ManualClock, now: datetime) -> None:
         self.clock = clock
         self.now = now
-        self._queue: list[tuple[datetime, int, Callable[[], None]]] = []
+        self._queue: list[tuple[datetime, int, Callable[[], object]]] = []
         self._serial = itertools.count()
 
-    def at(self, moment: datetime, action: Callable[[], None]) -> None:
+    def at(self, moment: datetime, action: Callable[[], object]) -> None:
+        """Run ``action`` at ``moment`` (whatever it returns), unless past ``now``."""
         if moment <= self.now:
             heapq.heappush(self._queue, (moment, next(self._serial), action))
 
@@ -182,12 +189,12 @@ class Seeder:
         for index in range(self.count):
             spec = self.rng.choices(CATALOGUE, weights)[0]
             moment = self.start + span * (index + self.rng.random())
-            moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+            moment = truncate_ms(moment)
             serial = serials[spec.name] = serials[spec.name] + 1
             low, high = spec.volume
             instance = _Instance(
                 spec,
-                spec.parameters(self.rng, serial, moment),
+                spec.parameters(serial, moment),
                 InstanceMemory(volume=self.rng.randint(low, high)),
             )
             instances.append((moment, instance))
@@ -209,7 +216,7 @@ class Seeder:
                 low, high = spec.volume
                 extra = _Instance(
                     spec,
-                    spec.parameters(self.rng, serial, moment),
+                    spec.parameters(serial, moment),
                     InstanceMemory(volume=self.rng.randint(low, high)),
                     scenario="upgrade",
                 )
@@ -258,13 +265,13 @@ class Seeder:
         )
         out = []
         for name, age, scenario in tail:
-            spec = next(spec for spec in CATALOGUE if spec.name == name)
+            spec = job(name)
             serial = serials[name] = serials[name] + 1
             moment = self.now - age
             low, high = spec.volume
             instance = _Instance(
                 spec,
-                spec.parameters(self.rng, serial, moment),
+                spec.parameters(serial, moment),
                 InstanceMemory(volume=self.rng.randint(low, high)),
                 scenario=scenario,
             )
@@ -359,7 +366,7 @@ class Seeder:
             if rng.random() < 0.004:
                 self.timeline.at(later, lambda: self._restart_rejected(instance))
             return
-        if status in ("FAILED", "STOPPED"):
+        if status in RESTARTABLE:
             if instance.spec.name == "cache-warmup":
                 return  # warm-ups are simply re-run under a new generation
             if instance.scenario == "upgrade" and instance.attempts == 1:
@@ -413,7 +420,7 @@ class Seeder:
 
     def _recover(self, run: JobRun, instance: _Instance, *, unknown: bool) -> None:
         execution = run.refresh()
-        if execution.status not in ("STARTING", "STARTED", "STOPPING", "UNKNOWN"):
+        if execution.status not in UNRESOLVED:
             return
         operator = self.operators[self.rng.randrange(len(self.operators))]
         roll = self.rng.random()
@@ -512,17 +519,16 @@ class Seeder:
         with transaction.atomic(using=self.using):
             for execution in running[:3]:
                 operator.stop(execution.pk, execution.version)
-            if running:
-                observed = self.repository.observe_control(
-                    running[0].pk, bytes(running[0].owner_token)
-                )
+            token = running[0].owner_token if running else None
+            if token is not None:
+                observed = self.repository.observe_control(running[0].pk, bytes(token))
                 assert observed.should_stop
             if len(running) > 3:
                 execution = running[3]
                 instance = JobInstance.objects.using(self.using).get(
                     pk=execution.job_instance_id
                 )
-                spec = next(s for s in CATALOGUE if s.name == instance.job_name)
+                spec = job(instance.job_name)
                 revision = self.revision(spec, self.now)
                 operator.launch(
                     spec.name,
@@ -531,7 +537,7 @@ class Seeder:
                 )
 
 
-def _every(items: list[object], step: int) -> int:
+def _every(items: Sized, step: int) -> int:
     """Return ``step``, shortened so that short lists still get a few marks."""
     return max(1, min(step, len(items) // 3))
 
@@ -546,8 +552,7 @@ class _Track:
     instance: _Instance | None = None
 
     def pace(self, seconds: float) -> None:
-        moment = self.at + timedelta(seconds=seconds)
-        moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+        moment = truncate_ms(self.at + timedelta(seconds=seconds))
         if moment > self.seeder.now:
             raise _Cutoff
         self.at = moment
@@ -574,8 +579,7 @@ def seed(
 ) -> SeedReport:
     """Seed ``instances`` job instances of demo history ending at ``now``."""
     alias = using or conf.database_alias()
-    moment = now or datetime.now(UTC)
-    moment = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    moment = truncate_ms(now or datetime.now(UTC))
     began = time.perf_counter()
     seeder = Seeder(instances=instances, seed=seed, now=moment, using=alias)
     seeder.register()

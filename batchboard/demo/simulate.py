@@ -93,7 +93,7 @@ class Simulator:
             )
         self._serials[spec.name] += 1
         now = self.repository.now()
-        return spec.parameters(self.rng, self._serials[spec.name], now)
+        return spec.parameters(self._serials[spec.name], now)
 
     def launch(self, name: str | None = None, plan: RunPlan | None = None) -> _Live:
         """Launch a new instance of ``name`` (or a random live job) and start it."""

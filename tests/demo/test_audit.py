@@ -46,7 +46,7 @@ def _run(
         repository,
         spec,
         spec.revisions[0],
-        spec.parameters(rng, serial, clock.now()),
+        spec.parameters(serial, clock.now()),
         plan=plan,
         memory=InstanceMemory(volume=40_000),
         rng=rng,
@@ -265,6 +265,7 @@ def test_holds_and_a_purge_are_audited_with_their_counts(
     )
     purge = RetentionAction.objects.get(pk=applied.audit_id)
     assert purge.applied_at == clock.now()
+    assert purge.plan_digest is not None
     assert bytes(purge.plan_digest) == digests.plan_digest(
         job_name="nightly-ledger-import",
         statuses=("STOPPED", "FAILED", "COMPLETED", "ABANDONED"),

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from batchboard import conf
+from batchboard import conf, schema
 from batchboard.demo import bulk
 from batchboard.demo.verify import check_history
 from batchboard.models import FlowDecision, JobExecution, JobInstance, StepExecution
@@ -100,19 +100,33 @@ def test_bulk_types_match_the_tables() -> None:
     """Each planned value is sent as its column's type (binary COPY relies on it)."""
     wire = {"varchar": "text", "int8": "int8", "int4": "int4", "int2": "int2"}
     connection = connections[conf.database_alias()]
-    for table, columns, attribute in bulk._TABLES:
-        kinds = bulk._TYPES[attribute]
-        assert len(kinds) == len(columns)
+    for table in bulk._TABLES:
+        assert len(table.types) == len(table.columns)
         if connection.vendor != "postgresql":
             continue
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT column_name, udt_name FROM information_schema.columns "
-                "WHERE table_schema = 'oxide_batch' AND table_name = %s",
-                [table],
+                "WHERE table_schema = %s AND table_name = %s",
+                [schema.SCHEMA_NAME, table.name],
             )
             actual = dict(cursor.fetchall())
-        assert [wire.get(actual[c], actual[c]) for c in columns] == list(kinds)
+        assert [wire.get(actual[c], actual[c]) for c in table.columns] == list(
+            table.types
+        )
+
+
+def test_bulk_leaves_out_only_columns_with_a_default() -> None:
+    """The loader writes a table's columns in order but those NULL or defaulted."""
+    connection = connections[conf.database_alias()]
+    for table in bulk._TABLES:
+        with connection.cursor() as cursor:
+            stored = connection.introspection.get_table_description(cursor, table.name)
+        names = [column.name for column in stored]
+        assert [name for name in names if name in table.columns] == list(table.columns)
+        for column in stored:
+            if column.name not in table.columns:
+                assert column.null_ok or column.default is not None, column.name
 
 
 def test_bulk_timestamps_and_documents_read_back() -> None:
@@ -121,6 +135,7 @@ def test_bulk_timestamps_and_documents_read_back() -> None:
     start = end - timedelta(days=bulk.HISTORY_DAYS)
     first = JobExecution.objects.order_by("id").first()
     assert first is not None
+    assert first.started_at is not None and first.ended_at is not None
     assert start <= first.created_at < first.started_at < first.ended_at
     assert first.created_at.microsecond % 1000 == 0
     instance = JobInstance.objects.get(id=first.job_instance_id)
