@@ -95,3 +95,5 @@ def test_host_site_serves_the_admin_from_the_installed_wheel(
     assert f"batchboard from {venv}" in output
     assert "changelist 200" in output
     assert "/ops/batch/ 200" in output
+    # Only batchboard's own command: no seed, simulator, demo login or benchmark.
+    assert "batchboard commands: batchboard_groups\n" in output

@@ -12,7 +12,7 @@ import django
 django.setup()
 
 from django.contrib.auth.models import Permission, User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
+from django.core.management import call_command, get_commands  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.urls import reverse  # noqa: E402
 
@@ -40,6 +40,9 @@ def main() -> None:
     print(f"batchboard from {os.path.dirname(batchboard.__file__)}")
     print(f"django {django.get_version()}")
     print(f"changelist {changelist.status_code}; {index} {page.status_code}")
+    # The demo's commands come with batchboard.demo, which this site lacks.
+    ours = sorted(name for name in get_commands() if name.startswith("batchboard"))
+    print(f"batchboard commands: {' '.join(ours)}")
 
 
 if __name__ == "__main__":
