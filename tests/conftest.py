@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 
 from batchboard import conf, schema
 
@@ -39,6 +42,42 @@ def wipe_metadata(alias: str | None = None) -> None:
                         "= NULL, restart_of_execution_id = NULL"
                     )
                 cursor.execute(f'DELETE FROM "{table.name}"')
+
+
+@contextmanager
+def held_lock(sql: str, ident: int) -> Iterator[None]:
+    """
+    Hold the row lock ``sql`` takes (for ``ident``) until the block ends.
+
+    The lock is taken in a transaction of another thread, so on another
+    connection; the test's rows must be committed (a transactional test).
+    """
+    holder: dict[str, Any] = {}
+    locked = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic(using=conf.database_alias()):
+                with connections[conf.database_alias()].cursor() as cursor:
+                    cursor.execute(sql, [ident])
+                locked.set()
+                release.wait(10)
+        except Exception as error:
+            holder["error"] = error
+            locked.set()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    locked.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(10)
+    assert "error" not in holder
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,15 @@
 """
-Plain factory functions that insert metadata rows obeying the schema.
+Plain factory functions that insert metadata rows and users for the tests.
 
 Each function writes one row through the models with every NOT NULL column
 set, the CHECK shapes respected (finished statuses carry ``ended_at``,
 FAILED carries a failure, holds and stop requests are all-or-nothing) and
 keys computed as oxide-batch computes them. Timestamps are whole
 milliseconds, as oxide-batch writes them.
+
+:class:`actions` builds the same rows with the defaults the operator-action
+tests want (an execution an operator finds: its own instance, version 3,
+last updated an hour ago); those tests import it as ``factories``.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import itertools
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
 from batchboard import digests, schema
+from batchboard.db import truncate_ms
 from batchboard.models import (
     FlowDecision,
     JobDefinition,
@@ -30,13 +36,17 @@ from batchboard.models import (
 )
 
 _sequence = itertools.count(1)
-EMPTY_FAULT_STATE = {"checkpoint": "0" * 64, "entries": []}
+EMPTY_SCHEMA = "oxide_batch.empty.v1"
 
 
 def now() -> datetime:
     """Return the current time truncated to whole milliseconds."""
-    moment = timezone.now()
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    return truncate_ms(timezone.now())
+
+
+def ago(**delta: float) -> datetime:
+    """Return now minus ``timedelta(**delta)``, in whole milliseconds."""
+    return truncate_ms(timezone.now() - timedelta(**delta))
 
 
 def _digest(*parts: Any) -> bytes:
@@ -111,8 +121,15 @@ def execution(
     exit_code: str | None = None,
     owner_token: bytes | None = None,
     stop_requested_by: str | None = None,
+    version: int = 0,
+    failure: tuple[str, int] | None = None,
 ) -> JobExecution:
-    """Create an execution in ``status`` with consistent timestamps and failure."""
+    """
+    Create an execution in ``status`` with consistent timestamps and failure.
+
+    A FAILED execution gets a USER_COMPONENT failure unless ``failure``
+    (category, id) names one; any other status records ``failure`` if given.
+    """
     if attempt is None:
         attempt = JobExecution.objects.filter(job_instance=job_instance).count() + 1
     # Finished executions default to having ended just now, never in the future.
@@ -121,7 +138,8 @@ def execution(
     )
     started = None if status == "STARTING" else created + timedelta(seconds=1)
     ended = (started or created) + duration if status in schema.FINISHED else None
-    failed = status == "FAILED"
+    if failure is None and status == "FAILED":
+        failure = ("USER_COMPONENT", next(_sequence))
     return JobExecution.objects.create(
         job_instance=job_instance,
         definition=job_definition or definition(job_instance.job_name),
@@ -131,16 +149,16 @@ def execution(
         exit_code=exit_code or (status if status in schema.FINISHED else "UNKNOWN"),
         parameters=job_instance.identifying_parameters,
         context_format=1,
-        context_schema="oxide_batch.empty.v1",
+        context_schema=EMPTY_SCHEMA,
         context_schema_version=1,
         context_payload=context_payload if context_payload is not None else {},
-        failure_category="USER_COMPONENT" if failed else None,
-        failure_id=next(_sequence) if failed else None,
+        failure_category=failure[0] if failure else None,
+        failure_id=failure[1] if failure else None,
         created_at=created,
         started_at=started,
         ended_at=ended,
         updated_at=updated_at or ended or started or created,
-        version=0,
+        version=version,
         owner_token=owner_token,
         stop_requested_at=created if stop_requested_by else None,
         stop_requested_by=stop_requested_by,
@@ -153,6 +171,7 @@ def step(
     status: str = "COMPLETED",
     *,
     counts: dict[str, int] | None = None,
+    checkpoint_schema: str = EMPTY_SCHEMA,
     checkpoint_payload: dict[str, Any] | None = None,
     context_payload: dict[str, Any] | None = None,
     created_at: datetime | None = None,
@@ -170,11 +189,11 @@ def step(
         status=status,
         exit_code=status if status in schema.FINISHED else "UNKNOWN",
         checkpoint_format=1,
-        checkpoint_schema="oxide_batch.empty.v1",
+        checkpoint_schema=checkpoint_schema,
         checkpoint_schema_version=1,
         checkpoint_payload=checkpoint_payload if checkpoint_payload is not None else {},
         context_format=1,
-        context_schema="oxide_batch.empty.v1",
+        context_schema=EMPTY_SCHEMA,
         context_schema_version=1,
         context_payload=context_payload if context_payload is not None else {},
         failure_category="USER_COMPONENT" if failed else None,
@@ -183,7 +202,7 @@ def step(
         started_at=started,
         ended_at=ended,
         updated_at=ended or started or created,
-        fault_state_payload=EMPTY_FAULT_STATE,
+        fault_state_payload=digests.EMPTY_FAULT_STATE,
         fault_state_checksum=bytes.fromhex(schema.EMPTY_FAULT_STATE_CHECKSUM),
         **(counts or {}),
     )
@@ -226,11 +245,13 @@ def flow_decision(
     target: str | None = "next",
     terminal: str | None = None,
     source_step: StepExecution | None = None,
+    reused: FlowDecision | None = None,
 ) -> FlowDecision:
     """Record a flow decision: exactly one of ``target`` and ``terminal``."""
     return FlowDecision.objects.create(
         job_execution=job_execution,
         source_step_execution=source_step,
+        reused_decision=reused,
         sequence=sequence,
         source_node_id=source,
         observed_outcome=outcome,
@@ -245,14 +266,16 @@ def flow_decision(
 
 def recovery_decision(
     job_execution: JobExecution,
+    version: int | None = None,
     *,
     prior: str = "STARTED",
     result: str = "FAILED",
     reason: str = "HOST_LOST",
 ) -> RecoveryDecision:
+    """Record a decision taken at ``version`` (default: the execution's)."""
     return RecoveryDecision.objects.create(
         job_execution=job_execution,
-        execution_version=job_execution.version,
+        execution_version=job_execution.version if version is None else version,
         prior_status=prior,
         resulting_status=result,
         reason_code=reason,
@@ -263,27 +286,37 @@ def recovery_decision(
 
 
 def operator_request(
-    job_execution: JobExecution,
+    job_execution: JobExecution | None,
     action: str = "STOP",
     *,
+    job_instance: JobInstance | None = None,
     rejection: str | None = None,
+    requested_at: datetime | None = None,
 ) -> OperatorRequest:
+    """
+    Record an operator request on an execution, or on ``job_instance`` alone.
+
+    A request naming no execution (a LAUNCH or RESTART) must be rejected:
+    an applied one would have created its execution.
+    """
     applied = rejection is None
+    if job_execution is not None:
+        job_instance = job_execution.job_instance
     return OperatorRequest.objects.create(
         job_execution=job_execution,
-        job_instance=job_execution.job_instance,
+        job_instance=job_instance,
         action=action,
         authorization_class="LIFECYCLE" if action == "STOP" else "DESTRUCTIVE",
         operation_id=f"op-{next(_sequence)}",
         actor_ref="ops@example.org",
         reason_code=None if action == "STOP" else "PLANNED_MAINTENANCE",
-        request_digest=_digest("request", job_execution.pk, action),
-        observed_version=job_execution.version,
-        prior_status=job_execution.status if applied else None,
-        result_status=job_execution.status if applied else None,
+        request_digest=_digest("request", job_execution and job_execution.pk, action),
+        observed_version=job_execution.version if job_execution else None,
+        prior_status=job_execution.status if job_execution and applied else None,
+        result_status=job_execution.status if job_execution and applied else None,
         outcome_class="APPLIED" if applied else "REJECTED",
         rejection_code=rejection,
-        requested_at=now(),
+        requested_at=requested_at or now(),
     )
 
 
@@ -332,3 +365,173 @@ def advance_step(
         setattr(step_execution, name, value)
     step_execution.save()
     return step_execution
+
+
+# -- users ------------------------------------------------------------------------
+
+
+def user(name: str, *codenames: str) -> User:
+    """Create a staff user holding the named batchboard permissions."""
+    account = User.objects.create_user(name, password=name, is_staff=True)
+    account.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="batchboard", codename__in=codenames
+        )
+    )
+    return User.objects.get(pk=account.pk)
+
+
+VIEW = (
+    "view_jobexecution",
+    "view_jobinstance",
+    "view_operatorrequest",
+    "view_retentionaction",
+    "view_recoverydecision",
+)
+
+
+def viewer() -> User:
+    return user("viewer", *VIEW)
+
+
+def operator() -> User:
+    return user("operator", *VIEW, "operate_lifecycle")
+
+
+def administrator() -> User:
+    return user("administrator", *VIEW, "operate_lifecycle", "operate_destructive")
+
+
+# -- rows as an operator action finds them ----------------------------------------
+
+
+# Lower case: a namespace of factories, imported as ``factories``.
+class actions:
+    """
+    The rows above with the defaults of the operator-action tests.
+
+    Every call makes what it is not given: an execution its own instance
+    and definition, a definition its own revision (``manifest`` adds keys).
+    An execution is at version 3 and was last updated an hour ago (a stale
+    recovery candidate, too young for a purge), created ten minutes before
+    that; a step starts with its execution and holds a small checkpoint.
+    Instances were created 400 days ago; a held one is held by
+    ``user:keeper`` for AUDIT.
+    """
+
+    VIEW = VIEW
+    ago = staticmethod(ago)
+    user = staticmethod(user)
+    viewer = staticmethod(viewer)
+    operator = staticmethod(operator)
+    administrator = staticmethod(administrator)
+    recovery_decision = staticmethod(recovery_decision)
+
+    @staticmethod
+    def definition(job_name: str = "nightly-import", **manifest: Any) -> JobDefinition:
+        revision = f"action-{next(_sequence)}"
+        return definition(
+            job_name,
+            revision,
+            manifest={"format": 1, "job": job_name, "revision": revision, **manifest},
+            registered_at=ago(days=400),
+        )
+
+    @staticmethod
+    def instance(
+        job_name: str = "nightly-import", *, held: bool = False
+    ) -> JobInstance:
+        run_date = digests.JobParameter.string(f"d{next(_sequence)}")
+        return instance(
+            job_name,
+            {"run_date": run_date},
+            created_at=ago(days=400),
+            hold=("user:keeper", "AUDIT") if held else None,
+        )
+
+    @staticmethod
+    def execution(
+        status: str = "STARTED",
+        *,
+        job_instance: JobInstance | None = None,
+        job_definition: JobDefinition | None = None,
+        attempt: int | None = None,
+        version: int = 3,
+        updated_at: datetime | None = None,
+        owner_token: bytes | None = None,
+        failure: tuple[str, int] | None = None,
+        restart_of: JobExecution | None = None,
+    ) -> JobExecution:
+        job_instance = job_instance or actions.instance()
+        updated = updated_at or ago(hours=1)
+        if failure is None and status == "FAILED":
+            failure = ("USER_COMPONENT", 7)
+        return execution(
+            job_instance,
+            status,
+            job_definition=job_definition or actions.definition(job_instance.job_name),
+            created_at=updated - timedelta(minutes=10),
+            updated_at=updated,
+            attempt=attempt,
+            restart_of=restart_of,
+            exit_code="UNKNOWN",
+            owner_token=owner_token,
+            version=version,
+            failure=failure,
+        )
+
+    @staticmethod
+    def step(
+        job_execution: JobExecution, status: str = "STARTED", *, name: str | None = None
+    ) -> StepExecution:
+        return step(
+            job_execution,
+            name or f"step-{next(_sequence)}",
+            status,
+            checkpoint_schema="m5.upgrade.position",
+            checkpoint_payload={"offset": 18},
+            created_at=job_execution.created_at,
+            duration=timedelta(0),
+        )
+
+    @staticmethod
+    def partition(
+        parent: StepExecution,
+        *,
+        worker: StepExecution | None = None,
+        status: str = "COMPLETED",
+    ) -> StepPartition:
+        ordinal = next(_sequence)
+        return partition(parent, f"p-{ordinal}", ordinal, status, worker=worker)
+
+    @staticmethod
+    def flow_decision(
+        job_execution: JobExecution,
+        *,
+        source: StepExecution | None = None,
+        reused: FlowDecision | None = None,
+    ) -> FlowDecision:
+        sequence = next(_sequence)
+        return flow_decision(
+            job_execution,
+            sequence,
+            f"node-{sequence}",
+            terminal="COMPLETE",
+            source_step=source,
+            reused=reused,
+        )
+
+    @staticmethod
+    def operator_request(
+        *,
+        job_execution: JobExecution | None = None,
+        job_instance: JobInstance | None = None,
+    ) -> OperatorRequest:
+        """A rejected request made long ago: a RESTART without an execution."""
+        return operator_request(
+            job_execution,
+            "RESTART" if job_execution is None else "STOP",
+            job_instance=job_instance,
+            rejection="EXECUTION_ALREADY_ACTIVE",
+            requested_at=ago(days=300),
+        )

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from batchboard.models import OperatorRequest, RetentionAction
-from tests.actions import factories
+from tests.factories import actions as factories
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from django.test import override_settings
 from batchboard import actions, db
 from batchboard.actions import permissions, unit
 from batchboard.models import JobExecution, JobInstance, RecoveryDecision
-from tests.actions import factories
 from tests.actions.conftest import audit_row, retention_row
+from tests.factories import actions as factories
 
 pytestmark = pytest.mark.django_db
 

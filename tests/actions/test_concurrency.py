@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import OperationalError, connection, connections, transaction
+from django.db import OperationalError, connection, connections
 
 from batchboard import actions, conf
 from batchboard.models import (
@@ -26,7 +25,8 @@ from batchboard.models import (
     OperatorRequest,
     RecoveryDecision,
 )
-from tests.actions import factories
+from tests.conftest import held_lock
+from tests.factories import actions as factories
 
 
 def _waiting_on_locks() -> int:
@@ -36,37 +36,6 @@ def _waiting_on_locks() -> int:
             " WHERE wait_event_type = 'Lock' AND datname = current_database()"
         )
         return int(cursor.fetchone()[0])
-
-
-@contextmanager
-def _held(sql: str, ident: int) -> Iterator[None]:
-    """Hold a row lock on a second connection until the block ends."""
-    holder: dict[str, Any] = {}
-    locked = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic(using=conf.database_alias()):
-                with connections[conf.database_alias()].cursor() as cursor:
-                    cursor.execute(sql, [ident])
-                locked.set()
-                release.wait(10)
-        except Exception as error:
-            holder["error"] = error
-            locked.set()
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    locked.wait(10)
-    try:
-        yield
-    finally:
-        release.set()
-        thread.join(10)
-    assert "error" not in holder
 
 
 def _race(*calls: Callable[[], Any], lock: tuple[str, int]) -> list[Any]:
@@ -82,7 +51,7 @@ def _race(*calls: Callable[[], Any], lock: tuple[str, int]) -> list[Any]:
             connections.close_all()
 
     threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    with _held(*lock):
+    with held_lock(*lock):
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 10
@@ -325,7 +294,7 @@ def test_a_row_held_too_long_asks_the_operator_to_retry(
     monkeypatch.setattr(db, "DEFAULT_TIMEOUTS", db.Timeouts(lock_ms=100))
     execution = factories.execution("STARTED")
     with (
-        _held(EXECUTION_LOCK, execution.pk),
+        held_lock(EXECUTION_LOCK, execution.pk),
         pytest.raises(actions.ConcurrentModification) as raised,
     ):
         actions.stop_execution(

@@ -15,8 +15,8 @@ from batchboard import actions
 from batchboard.actions import recovery
 from batchboard.digests import RecoveryArgument, epoch_ms, request_digest
 from batchboard.models import JobExecution, OperatorRequest, RecoveryDecision
-from tests.actions import factories
 from tests.actions.conftest import audit_row
+from tests.factories import actions as factories
 
 pytestmark = pytest.mark.django_db
 

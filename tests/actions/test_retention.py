@@ -25,8 +25,8 @@ from batchboard.models import (
     StepExecution,
     StepPartition,
 )
-from tests.actions import factories
 from tests.actions.conftest import retention_row
+from tests.factories import actions as factories
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from batchboard import actions
 from batchboard.models import JobExecution, JobInstance, RetentionAction
-from tests.actions import factories
+from tests.factories import actions as factories
 
 OPERATOR_ROLE = "bb_actions_operator"
 RETENTION_ROLE = "bb_actions_retention"

@@ -12,8 +12,8 @@ from django.utils import timezone
 from batchboard import actions
 from batchboard.digests import request_digest
 from batchboard.models import JobExecution, OperatorRequest
-from tests.actions import factories
 from tests.actions.conftest import audit_row
+from tests.factories import actions as factories
 
 pytestmark = pytest.mark.django_db
 
