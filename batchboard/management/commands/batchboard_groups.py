@@ -9,10 +9,16 @@ from django.contrib.auth.models import Group, Permission
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from batchboard.actions.permissions import CLASS_PERMISSIONS
+from batchboard.vocabulary import DESTRUCTIVE, LIFECYCLE
+
 APP_LABEL = "batchboard"
-LIFECYCLE = "operate_lifecycle"
-DESTRUCTIVE = "operate_destructive"
 PARAMETER_VALUES = "view_parameter_values"
+
+
+def _codenames(authorization_class: str) -> list[str]:
+    """Return the codenames of the permissions that grant ``authorization_class``."""
+    return [name.split(".", 1)[1] for name in CLASS_PERMISSIONS[authorization_class]]
 
 
 def group_permissions() -> dict[str, list[str]]:
@@ -28,10 +34,11 @@ def group_permissions() -> dict[str, list[str]]:
         f"view_{model._meta.model_name}"
         for model in apps.get_app_config(APP_LABEL).get_models()
     )
+    lifecycle, destructive = _codenames(LIFECYCLE), _codenames(DESTRUCTIVE)
     return {
         "viewer": read,
-        "operator": [*read, LIFECYCLE],
-        "administrator": [*read, LIFECYCLE, DESTRUCTIVE, PARAMETER_VALUES],
+        "operator": [*read, *lifecycle],
+        "administrator": [*read, *lifecycle, *destructive, PARAMETER_VALUES],
     }
 
 
