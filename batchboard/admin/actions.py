@@ -6,9 +6,12 @@ Each action follows ``delete_selected``: the first POST renders a
 confirmation page that names every object, the authorization class and what
 will happen, asks for the reason (picked from the documented list) and fixes
 one operation id per object; the second POST calls the same service as the
-dashboard, object by object, and renders what happened to each: applied,
-replayed or rejected, and why, with a link to its audit row. Re-posting the
-confirmation page replays rather than acting twice.
+dashboard, object by object, through the dashboard's form of the action
+(:mod:`batchboard.console.forms`), and renders what happened to each:
+applied, replayed or rejected, and why, with a link to its audit row.
+Re-posting the confirmation page replays rather than acting twice. What an
+action will do is told in the dashboard's words
+(:mod:`batchboard.console.consequences`).
 
 :class:`OperatorActionsAdminMixin` supplies the ``has_<action>_permission``
 methods the admin calls for ``@admin.action(permissions=[...])``; recovery
@@ -18,11 +21,12 @@ is not an admin action but a link to the dashboard's proposal
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
@@ -30,9 +34,20 @@ from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from batchboard import actions, schema, vocabulary
+from batchboard import actions, vocabulary
 from batchboard.actions import envelope, permissions
-from batchboard.models import JobExecution, JobInstance
+from batchboard.admin.readonly import EMPTY, changelist_url
+from batchboard.console import forms
+from batchboard.console.consequences import audit_url, consequence
+from batchboard.models import JobExecution
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
+    #: An admin action: called with the model admin, the request and the rows.
+    AdminAction = Callable[
+        [admin.ModelAdmin[Any], HttpRequest, QuerySet[Any]], TemplateResponse | None
+    ]
 
 #: More objects than this in one admin action are refused: each is its own
 #: transaction, and select-across on a history table must not run unbounded.
@@ -57,32 +72,13 @@ class OperatorActionsAdminMixin:
     @admin.display(description=gettext_lazy("recovery"))
     def recovery_proposal_link(self, obj: JobExecution) -> str:
         """Link an unresolved execution to the dashboard's recovery proposal."""
-        if obj.status not in schema.UNRESOLVED:
-            return "—"
+        if obj.status not in vocabulary.UNRESOLVED:
+            return EMPTY
         try:
             url = reverse("batchboard:recovery_proposal", args=[obj.pk])
         except NoReverseMatch:
-            return "—"
+            return EMPTY
         return format_html('<a href="{}">{}</a>', url, _("Recovery proposal"))
-
-
-_CONSEQUENCES = {
-    vocabulary.STOP: gettext_lazy(
-        "A stop request is recorded on each running execution; its owning "
-        "process moves it to STOPPING. Stopping or finished executions are "
-        "left as they are."
-    ),
-    vocabulary.ABANDON: gettext_lazy(
-        "Each STOPPED or FAILED execution becomes ABANDONED, which is final: "
-        "its instance can never be restarted again."
-    ),
-    vocabulary.HOLD: gettext_lazy(
-        "Purges skip each held instance and its executions until released."
-    ),
-    vocabulary.RELEASE_HOLD: gettext_lazy(
-        "Purges may delete each instance's history again once it is old enough."
-    ),
-}
 
 
 def _templates(opts: Any, name: str) -> list[str]:
@@ -90,15 +86,6 @@ def _templates(opts: Any, name: str) -> list[str]:
         f"admin/{opts.app_label}/{opts.model_name}/{name}",
         f"admin/{opts.app_label}/{name}",
     ]
-
-
-def _audit_url(result: actions.ActionResult) -> str | None:
-    try:
-        return reverse(
-            f"admin:batchboard_{result.audit_model}_change", args=[result.audit_id]
-        )
-    except NoReverseMatch:
-        return None
 
 
 def _run_action(
@@ -118,14 +105,16 @@ def _run_action(
             messages.ERROR,
         )
         return None
+    form_class = forms.ACTION_FORMS[action]
     base_context = {
         **modeladmin.admin_site.each_context(request),
         "opts": opts,
         "action": action,
         "action_name": function_name,
         "auth_class": vocabulary.ACTION_CLASSES[action],
-        "consequence": _CONSEQUENCES[action],
+        "consequence": consequence(action),
         "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+        "changelist_url": changelist_url(modeladmin),
     }
     if request.POST.get("post") != "yes":
         context = {
@@ -136,17 +125,13 @@ def _run_action(
                 for obj in objects
             ],
             "operation_id": envelope.new_operation_id(),
-            "reasons": []
-            if action == vocabulary.STOP
-            else vocabulary.reasons_for(action),
+            "reasons": form_class.reasons(),
         }
         return TemplateResponse(
             request, _templates(opts, "action_confirmation.html"), context
         )
     base = request.POST.get("operation_id", "")
-    rows = []
-    for obj in objects:
-        rows.append(_apply_one(request, action, obj, base))
+    rows = [_apply_one(request, form_class, obj, base) for obj in objects]
     applied = sum(1 for row in rows if row["outcome"] == actions.APPLIED)
     modeladmin.message_user(
         request,
@@ -158,51 +143,29 @@ def _run_action(
         **base_context,
         "title": _("Results of %(action)s") % {"action": action.lower()},
         "rows": rows,
-        "changelist_url": reverse(
-            f"admin:{opts.app_label}_{opts.model_name}_changelist"
-        ),
     }
     return TemplateResponse(request, _templates(opts, "action_results.html"), context)
 
 
 def _apply_one(
-    request: HttpRequest, action: str, obj: Any, base: str
+    request: HttpRequest,
+    form_class: type[forms.TargetedActionForm],
+    obj: Model,
+    base: str,
 ) -> dict[str, Any]:
-    """Call the service for one object and describe its outcome."""
-    # One operation id per object, derived from the id fixed on the
-    # confirmation page: a re-posted page replays object by object.
-    operation_id = f"{base}:{obj.pk}"
-    reason = request.POST.get("reason_code", "")
+    """Submit the action's form for one object and describe its outcome."""
+    form = form_class(
+        {
+            # One operation id per object, derived from the id fixed on the
+            # confirmation page: a re-posted page replays object by object.
+            "operation_id": f"{base}:{obj.pk}",
+            "expected_version": request.POST.get(f"version_{obj.pk}"),
+            "reason_code": request.POST.get("reason_code", ""),
+        },
+        target_id=obj.pk,
+    )
     try:
-        if action == vocabulary.STOP:
-            result = actions.stop_execution(
-                user=request.user,
-                execution_id=obj.pk,
-                expected_version=request.POST.get(f"version_{obj.pk}"),
-                operation_id=operation_id,
-            )
-        elif action == vocabulary.ABANDON:
-            result = actions.abandon_execution(
-                user=request.user,
-                execution_id=obj.pk,
-                expected_version=request.POST.get(f"version_{obj.pk}"),
-                reason_code=reason,
-                operation_id=operation_id,
-            )
-        elif action == vocabulary.HOLD:
-            result = actions.place_hold(
-                user=request.user,
-                instance_id=obj.pk,
-                reason_code=reason,
-                operation_id=operation_id,
-            )
-        else:
-            result = actions.release_hold(
-                user=request.user,
-                instance_id=obj.pk,
-                reason_code=reason,
-                operation_id=operation_id,
-            )
+        result = form.perform(request.user)
     except actions.ActionError as error:
         return {
             "object": obj,
@@ -217,57 +180,52 @@ def _apply_one(
         "outcome": result.outcome,
         "code": result.rejection_code or "",
         "why": result.explanation(),
-        "audit_url": _audit_url(result),
+        "audit_url": audit_url(result),
         "audit_id": result.audit_id,
     }
 
 
-@admin.action(
-    permissions=["stop"], description=gettext_lazy("Stop selected executions")
+def _operator_action(
+    action: str, name: str, permission: str, description: StrOrPromise
+) -> AdminAction:
+    """
+    Return the admin action ``name``, which runs ``action`` on the rows.
+
+    ``permission`` names the ``has_<permission>_permission`` method of
+    :class:`OperatorActionsAdminMixin` that offers it.
+    """
+
+    @admin.action(permissions=[permission], description=description)
+    def run(
+        modeladmin: admin.ModelAdmin[Any],
+        request: HttpRequest,
+        queryset: QuerySet[Any],
+    ) -> TemplateResponse | None:
+        return _run_action(modeladmin, request, queryset, action, name)
+
+    # The admin names an action after its function.
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
+stop_executions = _operator_action(
+    vocabulary.STOP, "stop_executions", "stop", gettext_lazy("Stop selected executions")
 )
-def stop_executions(
-    modeladmin: admin.ModelAdmin[Any],
-    request: HttpRequest,
-    queryset: QuerySet[JobExecution],
-) -> TemplateResponse | None:
-    return _run_action(
-        modeladmin, request, queryset, vocabulary.STOP, "stop_executions"
-    )
-
-
-@admin.action(
-    permissions=["abandon"], description=gettext_lazy("Abandon selected executions")
+abandon_executions = _operator_action(
+    vocabulary.ABANDON,
+    "abandon_executions",
+    "abandon",
+    gettext_lazy("Abandon selected executions"),
 )
-def abandon_executions(
-    modeladmin: admin.ModelAdmin[Any],
-    request: HttpRequest,
-    queryset: QuerySet[JobExecution],
-) -> TemplateResponse | None:
-    return _run_action(
-        modeladmin, request, queryset, vocabulary.ABANDON, "abandon_executions"
-    )
-
-
-@admin.action(
-    permissions=["hold"], description=gettext_lazy("Place a hold on selected instances")
+place_holds = _operator_action(
+    vocabulary.HOLD,
+    "place_holds",
+    "hold",
+    gettext_lazy("Place a hold on selected instances"),
 )
-def place_holds(
-    modeladmin: admin.ModelAdmin[Any],
-    request: HttpRequest,
-    queryset: QuerySet[JobInstance],
-) -> TemplateResponse | None:
-    return _run_action(modeladmin, request, queryset, vocabulary.HOLD, "place_holds")
-
-
-@admin.action(
-    permissions=["release"],
-    description=gettext_lazy("Release holds on selected instances"),
+release_holds = _operator_action(
+    vocabulary.RELEASE_HOLD,
+    "release_holds",
+    "release",
+    gettext_lazy("Release holds on selected instances"),
 )
-def release_holds(
-    modeladmin: admin.ModelAdmin[Any],
-    request: HttpRequest,
-    queryset: QuerySet[JobInstance],
-) -> TemplateResponse | None:
-    return _run_action(
-        modeladmin, request, queryset, vocabulary.RELEASE_HOLD, "release_holds"
-    )

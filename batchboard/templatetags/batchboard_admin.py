@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import datetime
 import html
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from django import template
-from django.contrib.admin.templatetags.admin_list import (
+
+# _coerce_field_name and _get_non_gfk_field are Django's private helpers,
+# used so that cells are classified exactly as Django classifies them; the
+# type stubs leave private names out.
+from django.contrib.admin.templatetags.admin_list import (  # type: ignore[attr-defined]
     ResultList,
     _coerce_field_name,
     result_headers,
@@ -28,7 +32,7 @@ from django.contrib.admin.templatetags.admin_list import (
     results,
 )
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
-from django.contrib.admin.utils import (
+from django.contrib.admin.utils import (  # type: ignore[attr-defined]
     FieldIsAForeignKeyColumnName,
     _get_non_gfk_field,
     display_for_field,
@@ -40,32 +44,26 @@ from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.template.loader import select_template
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch
 from django.utils.safestring import SafeString
 
-register = template.Library()
+from batchboard.admin.changelist import ROW_KEY, change_url
 
-#: Stands in for a row's key in the one reversed change URL.
-_KEY = "batchboard-row-key"
+register = template.Library()
 
 Cell = Callable[[Any], SafeString]
 
 
 def _row_url(cl: ChangeList) -> Callable[[Any], str] | None:
     """Return a function from row to change URL, reversed once per page."""
-    opts = cl.opts
     try:
-        pattern = reverse(
-            f"admin:{opts.app_label}_{opts.model_name}_change",
-            args=(_KEY,),
-            current_app=cl.model_admin.admin_site.name,
-        )
+        pattern = change_url(cl)
     except NoReverseMatch:
         return None
     pattern = add_preserved_filters(
-        {"preserved_filters": cl.preserved_filters, "opts": opts}, pattern
+        {"preserved_filters": cl.preserved_filters, "opts": cl.opts}, pattern
     )
-    head, _sep, tail = pattern.partition(_KEY)
+    head, _sep, tail = pattern.partition(ROW_KEY)
     return lambda row: f"{head}{quote(row.pk)}{tail}"
 
 
@@ -101,16 +99,18 @@ def _cells(cl: ChangeList) -> list[Cell]:
     row_url = _row_url(cl)
     renderers: list[Cell] = []
     first = True
+    # None when the admin links no column (the stubs leave None out).
+    links: Sequence[Any] | None = cl.list_display_links
     for index, name in enumerate(cl.list_display):
         field, get, attr = _value_of(cl, name)
         empty = model_admin.get_empty_value_display()
         classes = [f"field-{_coerce_field_name(name, index)}"]
-        if cl.list_display_links is None:
+        if links is None:
             link = False
-        elif first and not cl.list_display_links:
+        elif first and not links:
             link = True
         else:
-            link = name in cl.list_display_links
+            link = name in links
         tag = "td"
         if link:
             tag = "th" if first else "td"

@@ -21,7 +21,7 @@ from batchboard.models import (
     OperatorRequest,
     RetentionAction,
 )
-from tests.actions import factories
+from tests.factories import actions as factories
 
 pytestmark = pytest.mark.django_db
 

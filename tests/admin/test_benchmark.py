@@ -11,7 +11,7 @@ from django.db import connections
 
 from batchboard import conf
 from batchboard.models import JobExecution, OperatorRequest
-from tests.actions import factories
+from tests.factories import actions as factories
 
 
 @pytest.mark.django_db
