@@ -152,17 +152,12 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def has_add_permission(
         self, request: HttpRequest, obj: Model | None = None
     ) -> bool:
+        """Refuse: runtimes and the service write metadata, admin forms never."""
         return False
 
-    def has_change_permission(
-        self, request: HttpRequest, obj: Model | None = None
-    ) -> bool:
-        return False
-
-    def has_delete_permission(
-        self, request: HttpRequest, obj: Model | None = None
-    ) -> bool:
-        return False
+    # Changing or deleting a row is refused for the same reason.
+    has_change_permission = has_add_permission
+    has_delete_permission = has_add_permission
 
     def get_readonly_fields(
         self, request: HttpRequest, obj: Model | None = None
