@@ -16,15 +16,11 @@ missing row, an unavailable database) render a message, never a traceback.
 
 from __future__ import annotations
 
-import functools
 import logging
 import secrets
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
-from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
@@ -36,6 +32,7 @@ from batchboard import actions, schema, vocabulary
 from batchboard.actions import envelope, permissions
 from batchboard.actions.retention import DEFAULT_AGE_SECONDS, DEFAULT_BATCH
 from batchboard.models import JobExecution, JobInstance
+from batchboard.web import action_view, wants_fragment
 
 logger = logging.getLogger(__name__)
 
@@ -43,17 +40,12 @@ View = Callable[..., HttpResponse]
 MAX_ID = 2**63 - 1
 
 
-def _is_htmx(request: HttpRequest) -> bool:
-    htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not getattr(htmx, "history_restore_request", False)
-
-
 def _respond(
     request: HttpRequest, partial: str, context: dict[str, Any], status: int = 200
 ) -> HttpResponse:
     """Render ``partial`` alone for htmx, inside a page otherwise."""
     context = {**context, "partial": partial}
-    if _is_htmx(request):
+    if wants_fragment(request):
         response = render(request, partial, context, status=status)
     else:
         response = render(
@@ -61,62 +53,6 @@ def _respond(
         )
     response["Vary"] = "HX-Request"
     return response
-
-
-def action_view(action: str) -> Callable[[View], View]:
-    """
-    Wrap an action view with login, the action's class check and error pages.
-
-    Anonymous users go to the login page; a user without the class gets a
-    403 page and nothing is written; a database failure becomes a 503 page.
-    """
-
-    def decorator(view: View) -> View:
-        @functools.wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if not request.user.is_authenticated:
-                return redirect_to_login(request.get_full_path())
-            if not permissions.may(request.user, action):
-                return _forbidden(request, action)
-            try:
-                return view(request, *args, **kwargs)
-            except PermissionDenied:
-                return _forbidden(request, action)
-            except DatabaseError:
-                # The driver's message may quote row values: log its class only.
-                logger.warning("batchboard action %s: database unavailable", action)
-                return _respond(
-                    request,
-                    "batchboard/actions/error.html",
-                    {
-                        "title": _("Database unavailable"),
-                        "message": _(
-                            "The metadata database did not answer. Nothing is "
-                            "known to have changed; try again in a moment."
-                        ),
-                    },
-                    status=503,
-                )
-
-        return wrapped
-
-    return decorator
-
-
-def _forbidden(request: HttpRequest, action: str) -> HttpResponse:
-    return _respond(
-        request,
-        "batchboard/actions/error.html",
-        {
-            "title": _("Not allowed"),
-            "message": _(
-                "%(action)s needs the %(cls)s authorization class, which your "
-                "account does not have. Nothing was changed."
-            )
-            % {"action": action, "cls": vocabulary.ACTION_CLASSES[action]},
-        },
-        status=403,
-    )
 
 
 def _audit_url(result: actions.ActionResult) -> str | None:

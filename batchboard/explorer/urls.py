@@ -1,17 +1,47 @@
 """
 The explorer's URLs, included into ``batchboard.urls``.
 
-Job names are arbitrary text of up to 128 bytes; see
-:class:`batchboard.explorer.views.JobNameConverter` for how they stay in one segment.
+Job names are arbitrary text of up to 128 bytes; :class:`JobNameConverter`
+keeps one in a single path segment.
 """
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 from django.urls import path, register_converter
 
+from batchboard.cursors import MAX_NAME_BYTES
 from batchboard.explorer import views
+from batchboard.explorer.presenters import job_segment
 
-register_converter(views.JobNameConverter, "batchboard_job_name")
+
+class JobNameConverter:
+    """
+    Keep a job name (any text up to 128 bytes) inside one URL path segment.
+
+    ``to_url`` escapes ``%`` and ``/`` (and a name made only of dots) before
+    Django percent-encodes the URL; ``to_python`` reverses it on the way in.
+    """
+
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        name = unquote(value, errors="strict")
+        if not name or len(name.encode("utf-8")) > MAX_NAME_BYTES:
+            raise ValueError("not a job name")
+        return name
+
+    def to_url(self, value: str) -> str:
+        return job_segment(value)
+
+
+register_converter(JobNameConverter, "batchboard_job_name")
+
+
+# The pages of one record, by its id.
+EXECUTION = "executions/<int:execution_id>/"
+STEP = "steps/<int:step_id>/"
 
 urlpatterns = [
     path("", views.index, name="index"),
@@ -19,37 +49,17 @@ urlpatterns = [
     path("jobs/<batchboard_job_name:job_name>/", views.job, name="job"),
     path("instances/<int:instance_id>/", views.instance, name="instance"),
     path("executions/", views.executions, name="executions"),
-    path("executions/<int:execution_id>/", views.execution, name="execution"),
+    path(EXECUTION, views.execution, name="execution"),
+    path(f"{EXECUTION}live/", views.execution_live, name="execution_live"),
+    path(f"{EXECUTION}row/", views.execution_row, name="execution_row"),
+    path(f"{EXECUTION}flow/", views.flow_decisions, name="flow_decisions"),
+    path(f"{EXECUTION}recovery/", views.recovery_decisions, name="recovery_decisions"),
+    path(f"{EXECUTION}requests/", views.operator_requests, name="operator_requests"),
+    path(STEP, views.step, name="step"),
+    path(f"{STEP}live/", views.step_live, name="step_live"),
+    path(f"{STEP}row/", views.step_row, name="step_row"),
     path(
-        "executions/<int:execution_id>/live/",
-        views.execution_live,
-        name="execution_live",
-    ),
-    path(
-        "executions/<int:execution_id>/row/", views.execution_row, name="execution_row"
-    ),
-    path(
-        "executions/<int:execution_id>/flow/",
-        views.flow_decisions,
-        name="flow_decisions",
-    ),
-    path(
-        "executions/<int:execution_id>/recovery/",
-        views.recovery_decisions,
-        name="recovery_decisions",
-    ),
-    path(
-        "executions/<int:execution_id>/requests/",
-        views.operator_requests,
-        name="operator_requests",
-    ),
-    path("steps/<int:step_id>/", views.step, name="step"),
-    path("steps/<int:step_id>/live/", views.step_live, name="step_live"),
-    path("steps/<int:step_id>/row/", views.step_row, name="step_row"),
-    path(
-        "partitions/<int:partition_id>/row/",
-        views.partition_row,
-        name="partition_row",
+        "partitions/<int:partition_id>/row/", views.partition_row, name="partition_row"
     ),
     path("unresolved/", views.unresolved, name="unresolved"),
     path("jump/", views.jump, name="jump"),

@@ -1,231 +1,120 @@
 """
-Template helpers of the explorer: ``{% load batchboard %}``.
+Template filters and one tag of the explorer: ``{% load batchboard %}``.
 
-Times are shown in UTC with a relative age beside them, durations in human
-units, statuses as text with a colour class (never colour alone).
+Each filter turns one value into text (no markup: the templates hold it).
+Rows get their times, ages and links from
+:mod:`batchboard.explorer.presenters`, which computes them once per page.
+``{% once_per_language %}`` renders fixed markup once per language.
 """
 
 from __future__ import annotations
 
-import functools
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import template
 from django.conf import settings
-from django.urls import get_script_prefix, get_urlconf, reverse
-from django.utils import timezone
-from django.utils.html import format_html
+from django.template import Context
+from django.template.base import FilterExpression, NodeList, Parser, Token
+from django.template.defaulttags import URLNode
+from django.urls import get_script_prefix, get_urlconf
 from django.utils.safestring import SafeString
+from django.utils.translation import get_language
 
-from batchboard import schema
+from batchboard.explorer.presenters import NOTHING, Clock, group_digits
 
 register = template.Library()
-
-_STATUS_TONE = {
-    "STARTING": "active",
-    "STARTED": "active",
-    "STOPPING": "warn",
-    "STOPPED": "warn",
-    "FAILED": "bad",
-    "COMPLETED": "good",
-    "ABANDONED": "muted",
-    "UNKNOWN": "bad",
-}
-
-
-# Every known status's badge is built once: a list renders one per row.
-_BADGES = {
-    value: format_html('<span class="bb-status bb-status--{}">{}</span>', tone, value)
-    for value, tone in _STATUS_TONE.items()
-}
-_NO_BADGE = format_html('<span class="bb-status bb-status--none">{}</span>', "—")
-
-
-@register.simple_tag
-def status(value: str | None) -> SafeString:
-    """Render a status as a labelled badge whose colour repeats the text."""
-    if not value:
-        return _NO_BADGE
-    badge = _BADGES.get(value)
-    if badge is None:
-        badge = format_html('<span class="bb-status bb-status--muted">{}</span>', value)
-    return badge
-
-
-@register.filter
-def unresolved(value: str | None) -> bool:
-    """Return whether a status is unresolved (still running or ambiguous)."""
-    return value in schema.UNRESOLVED
-
-
-def _human(seconds: float) -> str:
-    seconds = max(seconds, 0.0)
-    if seconds < 1:
-        return f"{int(seconds * 1000)} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s" if seconds < 10 else f"{int(seconds)} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes:02d} min"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h"
 
 
 @register.filter
 def seconds(value: int) -> str:
-    """Return a number of seconds in human units, e.g. ``"15 min 00 s"``."""
-    return _human(float(value)).replace(" 00 s", "").replace(" 00 min", "")
-
-
-@register.simple_tag
-def duration(
-    start: datetime | None, end: datetime | None, now: datetime | None = None
-) -> str:
-    """Return a human duration; unfinished spans run to ``now``."""
-    if start is None:
-        return "—"
-    finish = end or now or timezone.now()
-    return _human((finish - start).total_seconds())
-
-
-@register.filter
-def age(moment: datetime | None, now: datetime | None = None) -> str:
-    """Return how long ago ``moment`` was, e.g. ``"4 min 03 s ago"``."""
-    if moment is None:
-        return "—"
-    delta = ((now or timezone.now()) - moment).total_seconds()
-    if delta < 0:
-        return "in " + _human(-delta)
-    return _human(delta) + " ago"
-
-
-_NO_TIME = format_html('<span class="bb-muted">{}</span>', "—")
-
-
-@register.simple_tag
-def utc(moment: datetime | None, now: datetime | None = None) -> SafeString:
-    """Render a UTC timestamp in a ``<time>`` element with its age beside it."""
-    if moment is None:
-        return _NO_TIME
-    if moment.tzinfo is not UTC:
-        moment = moment.astimezone(UTC)
-    ago = age(moment, now)
-    iso = moment.isoformat()
-    # Every part is digits, separators or a fixed unit word, so nothing
-    # needs escaping; a list renders this once or twice per row.
-    return SafeString(
-        f'<time datetime="{iso}" title="{ago}">{iso[:10]} {iso[11:19]}Z</time> '
-        f'<span class="bb-age">{ago}</span>'
-    )
+    """Return a number of seconds in human units, e.g. ``"15 min"``."""
+    return Clock().span(float(value), whole=True)
 
 
 @register.filter
 def hexdigest(value: bytes | memoryview | None) -> str:
     """Return bytes as lowercase hex (digests are displayable, spec 3.5)."""
     if value is None:
-        return "—"
+        return NOTHING
     return bytes(value).hex()
 
 
 @register.filter
 def short_hex(value: bytes | memoryview | None) -> str:
+    """Return the first twelve hex digits of bytes, for a digest's cell."""
     if value is None:
-        return "—"
+        return NOTHING
     return bytes(value).hex()[:12] + "…"
 
 
 @register.filter
 def number(value: int | None) -> str:
     """Group digits with thin spaces so large counters stay readable."""
-    if value is None:
-        return "—"
-    return f"{int(value):,}".replace(",", "\u2009")
+    return group_digits(value)
 
 
 @register.filter
 def size(value: int | None) -> str:
     """Return a byte count in binary units."""
     if value is None:
-        return "—"
+        return NOTHING
     amount = float(value)
-    for unit in ("B", "KiB", "MiB"):
-        if amount < 1024 or unit == "MiB":
+    for unit in ("B", "KiB"):
+        if amount < 1024:
             return f"{int(amount)} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
         amount /= 1024
-    return f"{value} B"
+    return f"{amount:.1f} MiB"
 
 
 @register.filter
-def percent(done: int | None, total: int | None) -> int:
-    """Return ``done`` of ``total`` as a whole percentage (0 when no total)."""
-    if not total:
-        return 0
-    return int(round(100 * (done or 0) / total))
-
-
-@register.filter
-def get(mapping: dict[str, Any], key: str) -> Any:
+def get(mapping: dict[str, Any] | None, key: str) -> Any:
+    """Return ``mapping[key]``, or ``None`` (a template cannot index by variable)."""
     return mapping.get(key) if mapping else None
 
 
-@register.simple_tag
-def elapsed_seconds(start: datetime | None, end: datetime | None = None) -> int:
-    if start is None:
-        return 0
-    return int(((end or timezone.now()) - start).total_seconds())
+class OncePerLanguageNode(template.Node):
+    """Render the enclosed markup once per language (and ``vary`` values)."""
+
+    # Its markup holds no block: {% extends %} need not look inside.
+    child_nodelists = ()
+
+    def __init__(self, nodelist: NodeList, vary: list[FilterExpression]) -> None:
+        self.nodelist = nodelist
+        self.vary = vary
+        # Links depend on the URL setup, which then joins the key.
+        self.links = bool(nodelist.get_nodes_by_type(URLNode))
+        self.rendered: dict[tuple[Any, ...], SafeString] = {}
+
+    def render(self, context: Context) -> SafeString:
+        # The language a page renders in is in its context (base.html and
+        # the explorer's views put it there, as Django's i18n context
+        # processor does): asking the translation machinery again costs
+        # more than the fragment.
+        key: list[Any] = [context.get("LANGUAGE_CODE") or get_language()]
+        if self.links:
+            key += (get_script_prefix(), get_urlconf(), settings.ROOT_URLCONF)
+        key += [value.resolve(context) for value in self.vary]
+        markup = self.rendered.get(tuple(key))
+        if markup is None:
+            markup = SafeString(self.nodelist.render(context))
+            self.rendered[tuple(key)] = markup
+        return markup
 
 
-@register.filter
-def plus(value: timedelta | int, other: int) -> Any:
-    return value + other
-
-
-_MARKS = {
-    "STARTING": "…",
-    "STARTED": "▶",
-    "STOPPING": "◼",
-    "STOPPED": "■",
-    "FAILED": "✕",
-    "COMPLETED": "✓",
-    "ABANDONED": "–",
-    "UNKNOWN": "?",
-}
-
-
-@register.filter
-def status_mark(value: str) -> str:
-    """Return a one-glyph mark per status for dense strips (text stays beside it)."""
-    return _MARKS.get(value, "·")
-
-
-# -- links outside row lists -------------------------------------------------
-# Each URL name is reversed once (per script prefix and URLconf) around a
-# placeholder and the id substituted; row lists get their links from the
-# view (see batchboard.explorer.views._Links).
-
-_PLACEHOLDER = "987654321987"
-
-
-@functools.lru_cache(maxsize=256)
-def _pattern(name: str, prefix: str, urlconf: str | None, root: str) -> str:
-    return reverse(name, args=[_PLACEHOLDER])
-
-
-def _base(name: str) -> str:
-    return _pattern(
-        name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF)
-    )
-
-
-@register.filter
-def link(pk: int, name: str) -> str:
+@register.tag
+def once_per_language(parser: Parser, token: Token) -> OncePerLanguageNode:
     """
-    Return the URL of page ``name`` for an integer id.
+    Render markup that depends only on the language (and on ``vary``) once.
 
-    Usage: ``{{ row.id|link:"batchboard:execution" }}``.
+    ``{% once_per_language [vary ...] %}...{% endonce_per_language %}``: a
+    table's column headings, the header's fixed parts. A translate tag costs
+    several plain variables, and these fragments are on every page. The
+    enclosed markup may read nothing from the context but the ``vary``
+    values (each of a small closed set) and may hold no block; links are
+    fine. The language is the context's ``LANGUAGE_CODE``, so a fragment
+    inside ``{% language %}`` must not use this tag.
     """
-    return _base(name).replace(_PLACEHOLDER, str(int(pk)))
+    vary = [parser.compile_filter(bit) for bit in token.split_contents()[1:]]
+    nodelist = parser.parse(("endonce_per_language",))
+    parser.delete_first_token()
+    return OncePerLanguageNode(nodelist, vary)

@@ -91,7 +91,7 @@ def test_execution_page_shows_steps_timeline_and_decisions(
     body = reader.get(
         reverse("batchboard:execution", args=[history.failed.pk])
     ).content.decode()
-    assert "Timeline" in body and "bb-bar--failed" in body
+    assert "Timeline" in body and "bb-bar--bad" in body
     assert "→ reconcile" in body
     assert "HOST_LOST" in body
     assert "STOP" in body and "APPLIED" in body

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from batchboard.explorer import queries
+from batchboard.explorer import pagination, queries
+from batchboard.models import StepPartition
 from tests.explorer.conftest import History
 
 
@@ -52,27 +53,31 @@ def test_compiled_statements_match_the_orm(
     def fetch(token: str | None) -> queries.Page:
         return PAGES[name](history, token)
 
-    monkeypatch.setattr(queries, "_STATEMENTS", {})
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
     compiled = _pages(fetch)
     again = _pages(fetch)
-    monkeypatch.setattr(queries, "_STATEMENTS", _NothingKept())
+    monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
     through_orm = _pages(fetch)
     assert compiled == again == through_orm
     assert compiled[0]
 
 
-@pytest.mark.parametrize("name", ["execution", "instance", "step"])
+@pytest.mark.parametrize("name", ["execution", "instance", "step", "partition"])
 def test_one_record_matches_the_orm(
     history: History, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
+    partition_id = StepPartition.objects.filter(
+        step_execution=history.partitioned
+    ).values_list("id", flat=True)[0]
     read, pk = {
         "execution": (queries.execution, history.failed.pk),
         "instance": (queries.instance, history.instance.pk),
         "step": (queries.step, history.step.pk),
+        "partition": (queries.partition, partition_id),
     }[name]
-    monkeypatch.setattr(queries, "_STATEMENTS", {})
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
     compiled = [read(pk) for _ in range(2)]
-    monkeypatch.setattr(queries, "_STATEMENTS", _NothingKept())
+    monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
     assert compiled == [read(pk)] * 2
     assert compiled[0] is not None
     assert read(pk + 10_000) is None
@@ -82,11 +87,11 @@ def test_one_record_matches_the_orm(
 def test_each_page_shape_is_compiled_once(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(queries, "_STATEMENTS", {})
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
     first = queries.recent_executions("", "", 1)
     queries.recent_executions("", "", 1, first.next_cursor)
     queries.recent_executions("", "", 1, first.next_cursor)
-    shapes = queries._STATEMENTS
+    shapes = pagination.STATEMENTS
     assert len(shapes) == 2
     assert all(statement is not None for statement in shapes.values())
 
@@ -95,11 +100,11 @@ def test_overview_reads_match_the_orm(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     names = ["nightly-import", "billing.export", "nothing-here"]
-    monkeypatch.setattr(queries, "_STATEMENTS", {})
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
     compiled = [
         (queries.running_counts(names), queries.recent_failures()) for _ in range(2)
     ]
-    monkeypatch.setattr(queries, "_STATEMENTS", _NothingKept())
+    monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
     through_orm = (queries.running_counts(names), queries.recent_failures())
     assert compiled == [through_orm] * 2
     assert compiled[0][0] and compiled[0][1]

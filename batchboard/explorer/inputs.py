@@ -1,0 +1,299 @@
+"""
+The explorer's request inputs, as Django forms that say what is valid.
+
+Every page reads its query string through one of these forms with
+:func:`read`; the first invalid field becomes a :class:`batchboard.web.BadInput`
+(a 400 page that says what was wrong and links to the list without the
+offending parameter). Messages never repeat the value given, except a page
+size, which is a number: a filter value could be anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from django import forms
+from django.core.validators import RegexValidator
+from django.http import HttpRequest
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+from batchboard import conf, cursors
+from batchboard.vocabulary import (
+    MAX_BIGINT,
+    MAX_PAGE_SIZE,
+    MAX_UNRESOLVED_AGE,
+    MIN_PAGE_SIZE,
+    MIN_UNRESOLVED_AGE,
+    STATUSES,
+)
+from batchboard.web import BadInput
+
+__all__ = [
+    "AGE_CHOICES",
+    "JUMP_KINDS",
+    "ExecutionForm",
+    "ExecutionsForm",
+    "JumpForm",
+    "ListForm",
+    "UnresolvedForm",
+    "read",
+]
+
+#: The age bounds the unresolved page offers, in seconds.
+AGE_CHOICES: tuple[tuple[int, Promise], ...] = (
+    (60, _("1 minute")),
+    (300, _("5 minutes")),
+    (900, _("15 minutes")),
+    (3600, _("1 hour")),
+    (6 * 3600, _("6 hours")),
+    (24 * 3600, _("24 hours")),
+)
+
+#: The records the header's jump box opens, by the name of their page.
+JUMP_KINDS = ("execution", "instance", "step")
+
+_UNKNOWN_FILTER = _("Unknown filter value")
+
+
+class SharedField(forms.Field):
+    """
+    A field every form of its class shares: it holds no state of one form.
+
+    Django copies a form's fields deeply for each form it builds, so that a
+    form may change its own; the explorer's forms never do, and copying
+    cost more than reading the input on pages that take a few milliseconds.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SharedField:
+        return self
+
+
+class TextField(SharedField, forms.CharField):
+    """A text input, shared by the forms of its class."""
+
+
+class WholeNumberField(SharedField):
+    """A whole number from ``minimum`` to ``maximum``; blank means ``None``."""
+
+    default_error_messages = {
+        "invalid": _("Enter a whole number."),
+        "range": _("Enter a whole number from %(min)s to %(max)s."),
+    }
+
+    def __init__(self, minimum: int, maximum: int, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+        self.minimum, self.maximum = minimum, maximum
+
+    def to_python(self, value: Any) -> int | None:
+        if value in self.empty_values:
+            return None
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise forms.ValidationError(
+                self.error_messages["invalid"], code="invalid", params=self._params()
+            ) from None
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if value is not None and not self.minimum <= value <= self.maximum:
+            raise forms.ValidationError(
+                self.error_messages["range"],
+                code="range",
+                params=self._params(value),
+            )
+
+    def _params(self, value: int | None = None) -> dict[str, Any]:
+        return {
+            "value": value,
+            "min": self.minimum,
+            "max": self.maximum,
+            "max_days": self.maximum // 86400,
+        }
+
+
+class CursorField(TextField):
+    """A continuation token: lowercase hex, at most its format's length."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        message = _(
+            "The continuation token is damaged or not a batchboard/oxide-batch token."
+        )
+        super().__init__(
+            required=False,
+            strip=False,
+            max_length=2 * cursors.MAX_TOKEN_BYTES,
+            error_messages={"max_length": message},
+            validators=[RegexValidator(r"\A(?:[0-9a-f]{2})+\Z", message)],
+            **kwargs,
+        )
+
+
+class ExplorerForm(forms.Form):
+    """A form over a page's query string; :func:`read` binds and checks it."""
+
+    #: The 400 page's title per field; other fields are filters.
+    titles: dict[str, Promise] = {}
+
+    def bad_input(self) -> BadInput:
+        """Describe the first invalid field (in field order) for the 400 page."""
+        for name in self.fields:
+            if name in self.errors:
+                title = self.titles.get(name, _UNKNOWN_FILTER)
+                return BadInput(str(title), str(self.errors[name][0]), name)
+        return BadInput(str(_UNKNOWN_FILTER), str(self.non_field_errors()[0]))
+
+
+class ListForm(ExplorerForm):
+    """A list page: how many rows, and where to continue (the cursor, last)."""
+
+    size = WholeNumberField(
+        MIN_PAGE_SIZE,
+        MAX_PAGE_SIZE,
+        error_messages={
+            "invalid": _(
+                "The page size must be a whole number from %(min)s to %(max)s."
+            ),
+            "range": _(
+                "The page size %(value)s is out of range: use %(min)s to %(max)s."
+            ),
+        },
+    )
+    cursor = CursorField()
+
+    titles = {
+        "size": _("Page size out of range"),
+        "cursor": _("This link cannot continue the list"),
+    }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A filter's error outranks the cursor's: the cursor was made for
+        # the filter, so the filter is what to fix.
+        self.order_fields(
+            [name for name in self.fields if name != "cursor"] + ["cursor"]
+        )
+
+    @property
+    def page_size(self) -> int:
+        size = self.cleaned_data["size"]
+        return int(conf.get_config()["PAGE_SIZE"]) if size is None else int(size)
+
+    @property
+    def token(self) -> str | None:
+        return self.cleaned_data["cursor"] or None
+
+
+class ExecutionsForm(ListForm):
+    """The executions page's filters: a status and a job name."""
+
+    status = TextField(required=False, strip=False)
+    job = TextField(required=False, strip=False)
+
+    def clean_status(self) -> str:
+        status = str(self.cleaned_data["status"])
+        if status and status not in STATUSES:
+            raise forms.ValidationError(
+                _("Unknown status filter; use one of %(statuses)s."),
+                code="invalid_choice",
+                params={"statuses": ", ".join(STATUSES)},
+            )
+        return status
+
+    def clean_job(self) -> str:
+        job = str(self.cleaned_data["job"])
+        if len(job.encode("utf-8")) > cursors.MAX_NAME_BYTES:
+            raise forms.ValidationError(
+                _("A job name holds at most %(max)s bytes."),
+                code="max_length",
+                params={"max": cursors.MAX_NAME_BYTES},
+            )
+        return job
+
+    @property
+    def status_filter(self) -> str:
+        return str(self.cleaned_data["status"])
+
+    @property
+    def job_filter(self) -> str:
+        return str(self.cleaned_data["job"])
+
+
+class UnresolvedForm(ListForm):
+    """The unresolved page's age bound, in whole seconds."""
+
+    age = WholeNumberField(
+        MIN_UNRESOLVED_AGE,
+        MAX_UNRESOLVED_AGE,
+        error_messages={
+            "invalid": _("The age bound must be a whole number of seconds."),
+            "range": _(
+                "The age bound must be at least %(min)s seconds and at most "
+                "%(max_days)s days."
+            ),
+        },
+    )
+
+    @property
+    def age_seconds(self) -> int:
+        age = self.cleaned_data["age"]
+        return int(conf.get_config()["STALE_SECONDS"]) if age is None else int(age)
+
+
+class ExecutionForm(ListForm):
+    """The execution page; ``after`` asks for the steps created after a step id."""
+
+    after = WholeNumberField(
+        0,
+        MAX_BIGINT,
+        error_messages={
+            "invalid": _("The step position must be a step id."),
+            "range": _("The step position must be a step id."),
+        },
+    )
+
+    @property
+    def after_id(self) -> int | None:
+        after = self.cleaned_data["after"]
+        return None if after is None else int(after)
+
+
+class JumpForm(ExplorerForm):
+    """The header's jump box: a kind of record and its id (``#`` allowed)."""
+
+    kind = TextField(required=False)
+    id = TextField(required=False)
+
+    def clean_kind(self) -> str:
+        kind = str(self.cleaned_data["kind"]) or JUMP_KINDS[0]
+        if kind not in JUMP_KINDS:
+            raise forms.ValidationError(
+                _("Jump to an execution, an instance or a step."), code="invalid_choice"
+            )
+        return kind
+
+    def clean_id(self) -> int:
+        raw = str(self.cleaned_data["id"]).lstrip("#")
+        if not raw.isdigit() or not 0 < int(raw) <= MAX_BIGINT:
+            raise forms.ValidationError(
+                _("Type the numeric id of an execution, an instance or a step."),
+                code="invalid",
+            )
+        return int(raw)
+
+    @property
+    def target(self) -> tuple[str, int]:
+        return str(self.cleaned_data["kind"]), int(self.cleaned_data["id"])
+
+
+FormT = TypeVar("FormT", bound=ExplorerForm)
+
+
+def read(form_class: type[FormT], request: HttpRequest) -> FormT:
+    """Bind ``request``'s query string to ``form_class``; raise BadInput if invalid."""
+    form = form_class(request.GET)
+    if not form.is_valid():
+        raise form.bad_input()
+    return form

@@ -1,0 +1,626 @@
+"""
+What the explorer's templates show, computed in one pass per page.
+
+The templates hold every piece of markup: a status badge, a time with its
+age, a duration, a parameter chip, a link. A presenter gives them the values
+to place: each row of a page gets its links, its status's tone, its times as
+:class:`Moment` values and its durations and ages as text, as of one
+``now`` per request. A list renders one template per page (its rows in one
+loop, no include per row or per cell), so a row costs a few dictionary
+lookups per cell; overriding a row template changes every cell of the row.
+
+Rendering a value costs a template about twice as much when it has to be
+escaped, and a list places thousands. Values made only of digits, fixed
+words and text escaped once per page (the translated units and labels, the
+parts of a URL) are therefore handed over as :class:`SafeString`; anything
+read from the database is left for the template to escape.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, TypedDict
+from urllib.parse import quote, urlencode
+
+from django.conf import settings
+from django.template.loader import get_template
+from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils import timezone
+from django.utils.functional import Promise
+from django.utils.html import escape
+from django.utils.safestring import SafeString
+from django.utils.translation import get_language, ngettext
+from django.utils.translation import gettext_lazy as _
+
+from batchboard.vocabulary import APPLIED, REJECTED, UNRESOLVED
+
+Row = dict[str, Any]
+
+#: Identifying parameters a job's instance list shows per row.
+SHOWN_PARAMETERS: Final = 8
+
+
+# -- statuses ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Look:
+    """How a status looks: a colour family and a one-glyph mark for strips.
+
+    The badge always says the status in words; the colour repeats it.
+    """
+
+    tone: SafeString
+    mark: SafeString
+
+
+def _look(tone: str, mark: str) -> Look:
+    return Look(SafeString(tone), SafeString(mark))
+
+
+#: The look of every status of the vocabulary's STATUSES (a test holds the
+#: keys to that set).
+LOOKS: Final[Mapping[str, Look]] = {
+    "STARTING": _look("active", "…"),
+    "STARTED": _look("active", "▶"),
+    "STOPPING": _look("warn", "◼"),
+    "STOPPED": _look("warn", "■"),
+    "FAILED": _look("bad", "✕"),
+    "COMPLETED": _look("good", "✓"),
+    "ABANDONED": _look("muted", "–"),
+    "UNKNOWN": _look("bad", "?"),
+}
+#: A value outside the status set (a newer schema's), and no status at all.
+OTHER: Final = _look("muted", "·")
+NONE: Final = _look("none", "—")
+#: The badge tone of an operator request's outcome.
+OUTCOME_TONES: Final[Mapping[str, SafeString]] = {
+    APPLIED: SafeString("good"),
+    REJECTED: SafeString("bad"),
+}
+
+
+def look(status: str | None) -> Look:
+    """Return the look of ``status`` (``None`` or empty: no status yet)."""
+    if not status:
+        return NONE
+    return LOOKS.get(status, OTHER)
+
+
+def is_unresolved(status: str | None) -> bool:
+    """Return whether a status is unresolved (still running or ambiguous)."""
+    return status in UNRESOLVED
+
+
+# -- text in the request's language ------------------------------------------------
+
+#: What a cell shows for a time or span that has not happened.
+NOTHING: Final = SafeString("—")
+
+# Units of spans and ages, and the text every row of a list shows: a
+# translate tag per row would cost more than the rest of the row.
+_TEXTS: Final[Mapping[str, Promise]] = {
+    "ms": _("%(ms)d ms"),
+    "tenths": _("%(s).1f s"),
+    "s": _("%(s)d s"),
+    "min_s": _("%(min)d min %(s)02d s"),
+    "min": _("%(min)d min"),
+    "h_min": _("%(h)d h %(min)02d min"),
+    "h": _("%(h)d h"),
+    "d_h": _("%(d)d d %(h)d h"),
+    "ago": _("%(span)s ago"),
+    "ahead": _("in %(span)s"),
+    "chip": _("#%(id)s %(status)s (attempt %(attempt)s)"),
+    "attempt": _("attempt %(attempt)s"),
+    "instance_no": _("instance #%(id)s"),
+    "execution_no": _("execution #%(id)s"),
+    "step_no": _("step #%(id)s"),
+    "reuses": _("reuses #%(id)s"),
+    "end": _("end: %(kind)s"),
+    "strip": _("Latest executions of %(name)s, newest first"),
+    "progress": _("%(done)s/%(total)s partitions"),
+    "created": _("Created"),
+    "started": _("Started"),
+    "ended": _("Ended"),
+    "updated": _("Updated"),
+    "read_count": _("Read"),
+    "processed_count": _("Processed"),
+    "write_count": _("Written"),
+    "filter_count": _("Filtered"),
+    "commit_count": _("Commits"),
+    "rollback_count": _("Rollbacks"),
+    "no_rollback_count": _("No-rollback"),
+    "read_retry_count": _("Read retries"),
+    "process_retry_count": _("Process retries"),
+    "write_retry_count": _("Write retries"),
+    "read_skip_count": _("Read skips"),
+    "process_skip_count": _("Process skips"),
+    "write_skip_count": _("Write skips"),
+}
+#: The times a run's summary lists, in order.
+_RUN_TIMES: Final = ("created", "started", "ended", "updated")
+#: A step's counters as its summary table lays them out, line by line.
+_COUNTER_LINES: Final = (
+    ("read_count", "processed_count", "write_count", "filter_count"),
+    ("commit_count", "rollback_count", "no_rollback_count"),
+    ("read_retry_count", "process_retry_count", "write_retry_count"),
+    ("read_skip_count", "process_skip_count", "write_skip_count"),
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _texts_in(language: str | None) -> Mapping[str, SafeString]:
+    # Escaped once: a format's numbers and escaped values keep it safe.
+    return {key: escape(str(text)) for key, text in _TEXTS.items()}
+
+
+def texts() -> Mapping[str, SafeString]:
+    """Return the row texts and unit formats in the active language, escaped."""
+    return _texts_in(get_language())
+
+
+def group_digits(value: int | None) -> SafeString:
+    """Group a count's digits with thin spaces so large counters stay readable."""
+    if value is None:
+        return NOTHING
+    return SafeString(f"{int(value):,}".replace(",", "\u2009"))
+
+
+# -- times ----------------------------------------------------------------------
+
+
+class Moment(TypedDict):
+    """A UTC time as a template shows it: machine-readable, as text, and its age."""
+
+    iso: SafeString
+    text: SafeString
+    ago: SafeString
+
+
+class Clock:
+    """Times, ages and durations as of one moment, in the request's language."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now or timezone.now()
+        self._formats = texts()
+
+    def span(self, seconds: float, whole: bool = False) -> SafeString:
+        """
+        Return a span in human units, e.g. ``"4 min 03 s"``.
+
+        ``whole`` leaves out a zero lower unit (``"15 min"``), for bounds a
+        person chose rather than spans measured.
+        """
+        formats = self._formats
+        seconds = max(seconds, 0.0)
+        if seconds < 1:
+            return SafeString(formats["ms"] % {"ms": int(seconds * 1000)})
+        if seconds < 60:
+            if seconds < 10 and not whole:
+                return SafeString(formats["tenths"] % {"s": seconds})
+            return SafeString(formats["s"] % {"s": int(seconds)})
+        minutes, secs = divmod(int(seconds), 60)
+        if minutes < 60:
+            if whole and not secs:
+                return SafeString(formats["min"] % {"min": minutes})
+            return SafeString(formats["min_s"] % {"min": minutes, "s": secs})
+        hours, minutes = divmod(minutes, 60)
+        if hours < 48:
+            if whole and not minutes:
+                return SafeString(formats["h"] % {"h": hours})
+            return SafeString(formats["h_min"] % {"h": hours, "min": minutes})
+        days, hours = divmod(hours, 24)
+        return SafeString(formats["d_h"] % {"d": days, "h": hours})
+
+    def age(self, moment: datetime | None) -> SafeString:
+        """Return how long ago ``moment`` was, e.g. ``"4 min 03 s ago"``."""
+        if moment is None:
+            return NOTHING
+        delta = (self.now - moment).total_seconds()
+        if delta < 0:
+            return SafeString(self._formats["ahead"] % {"span": self.span(-delta)})
+        return SafeString(self._formats["ago"] % {"span": self.span(delta)})
+
+    def duration(self, start: datetime | None, end: datetime | None) -> SafeString:
+        """Return a human duration; an unfinished span runs to now."""
+        if start is None:
+            return NOTHING
+        return self.span(((end or self.now) - start).total_seconds())
+
+    def moment(self, moment: datetime | None) -> Moment | None:
+        """Return a time in UTC with its age, or ``None`` for no time."""
+        if moment is None:
+            return None
+        if moment.tzinfo is not UTC:
+            moment = moment.astimezone(UTC)
+        iso = moment.isoformat()
+        return {
+            "iso": SafeString(iso),
+            "text": SafeString(f"{iso[:10]} {iso[11:19]}Z"),
+            "ago": self.age(moment),
+        }
+
+
+# -- links -----------------------------------------------------------------------
+
+# Django's reverse() leaves these characters unquoted in paths.
+_PATH_SAFE = "!$&'()*+,;=/~:@"
+_PLACEHOLDER = "987654321987"
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(
+    name: str, prefix: str, urlconf: str | None, root: str
+) -> tuple[SafeString, SafeString]:
+    head, _placeholder, tail = reverse(name, args=[_PLACEHOLDER]).partition(
+        _PLACEHOLDER
+    )
+    return escape(head), escape(tail)
+
+
+def url_pattern(name: str) -> tuple[SafeString, SafeString]:
+    """
+    Return the link to page ``name`` around its one id, as escaped (head, tail).
+
+    A page of rows links to several pages per row; reversing each link cost
+    more than the query that read the rows, so each name is reversed once
+    (per script prefix and URLconf) and the id placed between.
+    """
+    return _pattern(
+        name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF)
+    )
+
+
+def link(name: str, pk: int | None) -> SafeString | None:
+    """Return the link to page ``name`` for the id ``pk`` (none for no id)."""
+    if pk is None:
+        return None
+    head, tail = url_pattern(name)
+    return SafeString(f"{head}{int(pk)}{tail}")
+
+
+def job_segment(job_name: str) -> str:
+    """
+    Return a job name as one URL path segment (any text up to 128 bytes).
+
+    ``%`` and ``/`` are escaped (and a name made only of dots, which
+    browsers would resolve as ``.`` or ``..``) before the usual
+    percent-encoding; :class:`batchboard.explorer.urls.JobNameConverter`
+    reverses it on the way in.
+    """
+    escaped = job_name.replace("%", "%25").replace("/", "%2F")
+    if set(job_name) <= {"."}:
+        escaped = escaped.replace(".", "%2E")
+    return escaped
+
+
+class Links:
+    """The links one page shows to jobs, each job's built and escaped once."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, SafeString] = {}
+
+    def job(self, job_name: str) -> SafeString:
+        found = self._jobs.get(job_name)
+        if found is None:
+            head, tail = url_pattern("batchboard:job")
+            segment = escape(quote(job_segment(job_name), safe=_PATH_SAFE))
+            found = self._jobs[job_name] = SafeString(f"{head}{segment}{tail}")
+        return found
+
+
+# -- the presenter ------------------------------------------------------------------
+
+
+@dataclass
+class Bar:
+    """One step on an execution's timeline, as percentages of its span."""
+
+    step: Row
+    left: float
+    width: float
+    duration: SafeString
+
+
+class Presenter:
+    """
+    One request's presenter: a clock and links shared by every row it shows.
+
+    Each method adds the values its templates place to the rows it is given
+    (and returns them), in one pass.
+    """
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.clock = Clock(now)
+        self.now = self.clock.now
+        self.links = Links()
+        self.texts = texts()
+        self._chips: dict[tuple[tuple[str, str], ...], SafeString] = {}
+
+    # Runs: executions and steps.
+
+    def run(self, row: Row) -> Row:
+        """Add an execution's or a step's summary values (its page's head)."""
+        clock = self.clock
+        row["live"] = row["status"] in UNRESOLVED
+        row["tone"] = look(row["status"]).tone
+        row["times"] = [
+            (self.texts[column], clock.moment(row[f"{column}_at"]))
+            for column in _RUN_TIMES
+        ]
+        row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+        return row
+
+    def execution(self, row: Row) -> Row:
+        """Add what the execution page's summary shows."""
+        self.run(row)
+        row["stop_requested"] = self.clock.moment(row["stop_requested_at"])
+        row["live_url"] = link("batchboard:execution_live", row["id"])
+        row["restart_url"] = link(
+            "batchboard:execution", row["restart_of_execution_id"]
+        )
+        return row
+
+    def step(self, row: Row) -> Row:
+        """Add what the step page's summary shows."""
+        self.run(row)
+        row["live_url"] = link("batchboard:step_live", row["id"])
+        row["counters"] = [
+            [(self.texts[name], group_digits(row[name])) for name in line]
+            for line in _COUNTER_LINES
+        ]
+        total = row["partitions_total"]
+        row["percent_done"] = (
+            int(round(100 * (row["partitions_done"] or 0) / total)) if total else 0
+        )
+        return row
+
+    def executions(self, rows: list[Row], *, triage: bool = False) -> list[Row]:
+        """Add the cells of execution rows (lists and the overview's panel)."""
+        clock, job = self.clock, self.links.job
+        page_head, page_tail = url_pattern("batchboard:execution")
+        row_head, row_tail = url_pattern("batchboard:execution_row")
+        instance_head, instance_tail = url_pattern("batchboard:instance")
+        if triage:
+            row_tail = SafeString(row_tail + escape("?triage=1"))
+        for row in rows:
+            pk, status = row["id"], row["status"]
+            row["url"] = SafeString(f"{page_head}{pk}{page_tail}")
+            row["row_url"] = SafeString(f"{row_head}{pk}{row_tail}")
+            row["instance_url"] = SafeString(
+                f"{instance_head}{row['job_instance_id']}{instance_tail}"
+            )
+            row["job_url"] = job(row["job_name"])
+            row["live"] = status in UNRESOLVED
+            row["tone"] = look(status).tone
+            row["created"] = clock.moment(row["created_at"])
+            row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+            row["updated_age"] = clock.age(row["updated_at"])
+        return rows
+
+    def failures(self, rows: list[Row]) -> list[Row]:
+        """Add the overview's recent failures' links and ages."""
+        self.executions(rows)
+        for row in rows:
+            row["ended_age"] = self.clock.age(row["ended_at"])
+        return rows
+
+    def steps(self, rows: list[Row]) -> list[Row]:
+        """Add the cells of step rows."""
+        clock, progress = self.clock, self.texts["progress"]
+        page_head, page_tail = url_pattern("batchboard:step")
+        row_head, row_tail = url_pattern("batchboard:step_row")
+        for row in rows:
+            pk, status = row["id"], row["status"]
+            row["url"] = SafeString(f"{page_head}{pk}{page_tail}")
+            row["row_url"] = SafeString(f"{row_head}{pk}{row_tail}")
+            row["live"] = status in UNRESOLVED
+            row["tone"] = look(status).tone
+            row["started"] = clock.moment(row["started_at"])
+            row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+            total = row["partitions_total"]
+            if total:
+                row["progress_label"] = SafeString(
+                    progress
+                    % {"done": int(row["partitions_done"]), "total": int(total)}
+                )
+        return rows
+
+    def partitions(self, rows: list[Row]) -> list[Row]:
+        """Add the cells of partition rows."""
+        worker_label = self.texts["step_no"]
+        row_head, row_tail = url_pattern("batchboard:partition_row")
+        for row in rows:
+            status, worker = row["status"], row["worker_step_execution_id"]
+            row["row_url"] = SafeString(f"{row_head}{row['id']}{row_tail}")
+            row["worker_url"] = link("batchboard:step", worker)
+            if worker is not None:
+                row["worker_label"] = SafeString(worker_label % {"id": int(worker)})
+            row["live"] = status in UNRESOLVED
+            row["tone"] = look(status).tone
+        return rows
+
+    def instances(self, rows: list[Row]) -> list[Row]:
+        """Add the cells of a job's instance rows (parameter names and kinds only)."""
+        clock, attempt = self.clock, self.texts["attempt"]
+        head, tail = url_pattern("batchboard:instance")
+        for row in rows:
+            row["url"] = SafeString(f"{head}{row['id']}{tail}")
+            latest = row["latest_id"]
+            row["latest_url"] = link("batchboard:execution", latest)
+            if latest is not None:
+                row["latest_label"] = SafeString(
+                    attempt % {"attempt": int(row["latest_attempt"])}
+                )
+            row["tone"] = look(row["latest_status"]).tone
+            row["created"] = clock.moment(row["created_at"])
+            parameters = row["parameters"]
+            row["parameter_chips"] = self.parameter_chips(parameters[:SHOWN_PARAMETERS])
+            row["more_parameters"] = max(0, len(parameters) - SHOWN_PARAMETERS)
+        return rows
+
+    def parameter_chips(self, parameters: Sequence[tuple[str, str]]) -> SafeString:
+        """
+        Render parameter chips (``batchboard/partials/parameter_chips.html``).
+
+        A job's instances mostly share one list of names and kinds, so each
+        distinct list is rendered once per page: a template loop per row
+        cost more than the rest of the row.
+        """
+        key = tuple(parameters)
+        chips = self._chips.get(key)
+        if chips is None:
+            template = get_template("batchboard/partials/parameter_chips.html")
+            # A rendered template is escaped already.
+            chips = self._chips[key] = SafeString(template.render({"parameters": key}))
+        return chips
+
+    def instance(self, row: Row) -> Row:
+        """Add what the instance page's head shows."""
+        row["created"] = self.clock.moment(row["created_at"])
+        row["hold_placed"] = self.clock.moment(row["hold_placed_at"])
+        row["job_url"] = self.links.job(row["job_name"])
+        return row
+
+    def jobs(
+        self,
+        names: Iterable[str],
+        strips: Mapping[str, list[Row]],
+        running: Mapping[str, int],
+    ) -> list[Row]:
+        """Return the overview's job rows: each job's latest runs as chips."""
+        clock, job, title = self.clock, self.links.job, self.texts["chip"]
+        strip_label = self.texts["strip"]
+        head, tail = url_pattern("batchboard:execution")
+        executions_url = reverse("batchboard:executions")
+        jobs = []
+        for name in names:
+            strip = strips.get(name, [])
+            for run in strip:
+                status = run["status"]
+                seen = look(status)
+                run["url"] = SafeString(f"{head}{run['id']}{tail}")
+                run["tone"], run["mark"] = seen.tone, seen.mark
+                run["title"] = SafeString(
+                    title
+                    % {
+                        "id": int(run["id"]),
+                        "status": escape(status),
+                        "attempt": int(run["attempt"]),
+                    }
+                )
+            last = strip[0] if strip else None
+            if last is not None:
+                last["tone"] = look(last["status"]).tone
+                last["created"] = clock.moment(last["created_at"])
+            count = running.get(name, 0)
+            jobs.append(
+                {
+                    "name": name,
+                    "url": job(name),
+                    "running_url": f"{executions_url}?{urlencode({'job': name})}",
+                    "strip": strip,
+                    "strip_label": SafeString(strip_label % {"name": escape(name)}),
+                    "last": last,
+                    "running": count,
+                    "running_label": (
+                        ngettext("%(count)s running", "%(count)s running", count)
+                        % {"count": count}
+                        if count
+                        else None
+                    ),
+                }
+            )
+        return jobs
+
+    def flow(self, rows: list[Row]) -> list[Row]:
+        """Add the cells of flow decision rows."""
+        texts = self.texts
+        for row in rows:
+            source, reused = row["source_step_execution_id"], row["reused_decision_id"]
+            row["source_url"] = link("batchboard:step", source)
+            if source is not None:
+                row["source_label"] = SafeString(texts["step_no"] % {"id": int(source)})
+            if reused is not None:
+                row["reuse_label"] = SafeString(texts["reuses"] % {"id": int(reused)})
+            if not row["target_node_id"]:
+                row["end_label"] = SafeString(
+                    texts["end"] % {"kind": escape(row["terminal_kind"] or "")}
+                )
+            row["decided"] = self.clock.moment(row["decided_at"])
+        return rows
+
+    def recovery(self, rows: list[Row]) -> list[Row]:
+        """Add the cells of recovery decision rows."""
+        for row in rows:
+            row["prior_tone"] = look(row["prior_status"]).tone
+            row["resulting_tone"] = look(row["resulting_status"]).tone
+            row["decided"] = self.clock.moment(row["decided_at"])
+        return rows
+
+    def requests(self, rows: list[Row]) -> list[Row]:
+        """Add the cells of operator request rows."""
+        for row in rows:
+            row["outcome_tone"] = OUTCOME_TONES.get(row["outcome_class"], OTHER.tone)
+            row["requested"] = self.clock.moment(row["requested_at"])
+        return rows
+
+    def trail(
+        self,
+        job_name: str,
+        *ids: tuple[str, int],
+        current: str | None = None,
+    ) -> list[tuple[SafeString | str, SafeString | None]]:
+        """
+        Return a page's breadcrumbs after "Jobs": the job, then each record.
+
+        ``ids`` are ``(kind, id)`` pairs (``"instance"``, ``"execution"``,
+        ``"step"``); the last is the page itself unless ``current`` names
+        the page below it. Each crumb is ``(label, link)``; the page's own
+        has no link.
+        """
+        crumbs: list[tuple[SafeString | str, SafeString | None]] = [
+            (job_name, self.links.job(job_name))
+        ]
+        for kind, pk in ids:
+            label = SafeString(self.texts[f"{kind}_no"] % {"id": int(pk)})
+            crumbs.append((label, link(f"batchboard:{kind}", pk)))
+        if current is None:
+            crumbs[-1] = (crumbs[-1][0], None)
+        else:
+            crumbs.append((current, None))
+        return crumbs
+
+    def timeline(self, execution: Row, steps: Sequence[Row]) -> list[Bar]:
+        """
+        Place each step as a bar on the execution's time span (percentages).
+
+        Unfinished steps run to now; steps that never started are left out.
+        """
+        now = self.now
+        start = execution["started_at"] or execution["created_at"]
+        end = execution["ended_at"] or now
+        for row in steps:
+            if row["started_at"] is not None:
+                start = min(start, row["started_at"])
+                end = max(end, row["ended_at"] or now)
+        span = max((end - start).total_seconds(), 0.001)
+        bars = []
+        for row in steps:
+            if row["started_at"] is None:
+                continue
+            finish = row["ended_at"] or now
+            left = (row["started_at"] - start).total_seconds() / span * 100
+            width = (finish - row["started_at"]).total_seconds() / span * 100
+            bars.append(
+                Bar(
+                    step=row,
+                    left=round(max(0.0, min(left, 100.0)), 2),
+                    width=round(max(0.4, min(width, 100.0 - left)), 2),
+                    duration=self.clock.duration(row["started_at"], row["ended_at"]),
+                )
+            )
+        return bars

@@ -1,0 +1,305 @@
+"""
+What every batchboard view shares: sign-in, permissions and error pages.
+
+Two decorators guard the views, both built on :func:`guarded`: :func:`reader`
+for the explorer's pages (the view permissions of the models a page shows)
+and :func:`action_view` for the console's operator actions (the action's
+authorization class, :func:`batchboard.actions.permissions.may`).
+
+An anonymous visitor is sent to sign in. Everything else that stops a view
+becomes one of the error pages ``batchboard/errors/<status>.html``, a whole
+page for a plain request and a fragment for htmx: a refused permission
+(403), bad input or a cursor that cannot continue (400, linking to the list
+without the offending parameter), an id that names nothing (404) and a
+failing database (503, logged by the error's class name only: the message
+of a database error may quote row values, which must not reach a log).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+from urllib.parse import urlencode
+
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.db import DatabaseError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.middleware import HtmxDetails
+
+from batchboard import cursors
+from batchboard.actions import permissions
+from batchboard.vocabulary import ACTION_CLASSES
+
+__all__ = [
+    "BadInput",
+    "ErrorPage",
+    "HtmxHttpRequest",
+    "NotFound",
+    "action_view",
+    "error_page",
+    "first_page_url",
+    "guarded",
+    "reader",
+    "wants_fragment",
+]
+
+logger = logging.getLogger("batchboard.web")
+
+View = Callable[..., HttpResponse]
+
+
+class HtmxHttpRequest(HttpRequest):
+    """A request that went through django-htmx's middleware."""
+
+    htmx: HtmxDetails
+
+
+def wants_fragment(request: HttpRequest) -> bool:
+    """Return whether to answer with a fragment: htmx, but not a history restore."""
+    htmx = getattr(request, "htmx", None)
+    if not htmx:
+        return False
+    return not htmx.history_restore_request
+
+
+# -- errors a view raises ----------------------------------------------------------
+
+
+class ErrorPage(Exception):
+    """Answer with an error page instead; ``title`` and ``message`` are shown."""
+
+    status: ClassVar[int] = 400
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__(message)
+        self.title = title
+        self.message = message
+
+    def link(self, request: HttpRequest) -> str | None:
+        """Return where the page's button leads, if anywhere."""
+        return None
+
+
+class BadInput(ErrorPage):
+    """A request parameter is invalid; the page links to the list without it."""
+
+    def __init__(self, title: str, message: str, param: str = "") -> None:
+        super().__init__(title, message)
+        self.param = param
+
+    def link(self, request: HttpRequest) -> str | None:
+        return first_page_url(request, (self.param,))
+
+
+class NotFound(ErrorPage):
+    """An id or name names nothing; ``what`` (already translated) says what."""
+
+    status = 404
+
+    def __init__(self, what: str | None = None) -> None:
+        if what is None:
+            message = _(
+                "There is no such record. It may never have existed or may have "
+                "been purged by retention."
+            )
+        else:
+            message = _(
+                "There is no %(what)s. It may never have existed or may have been "
+                "purged by retention."
+            ) % {"what": what}
+        super().__init__(_("Not found"), message)
+
+    def link(self, request: HttpRequest) -> str | None:
+        return reverse("batchboard:index")
+
+
+def first_page_url(request: HttpRequest, drop: Sequence[str] = ()) -> str:
+    """Return the current page without its cursor and the parameters ``drop``."""
+    params = [
+        (key, value)
+        for key, value in request.GET.items()
+        if key != "cursor" and key not in drop
+    ]
+    return request.path + (f"?{urlencode(params)}" if params else "")
+
+
+def error_page(
+    request: HttpRequest,
+    status: int,
+    title: str,
+    message: str,
+    link: str | None = None,
+) -> HttpResponse:
+    """Render ``batchboard/errors/<status>.html``, whole or as an htmx fragment."""
+    fragment = wants_fragment(request)
+    context: dict[str, Any] = {
+        "status": status,
+        "title": title,
+        "message": message,
+        "link": link,
+        "fragment": fragment,
+        "frame": (
+            "batchboard/errors/fragment.html"
+            if fragment
+            else "batchboard/base_site.html"
+        ),
+    }
+    if status == 503:
+        # The database may be what failed: render without touching the
+        # signed-in user, whose lookup could fail again.
+        context["user"] = None
+    return render(request, f"batchboard/errors/{status}.html", context, status=status)
+
+
+# -- who may pass --------------------------------------------------------------------
+
+
+class Gate:
+    """Who may use a view, and what the refused and the unlucky are told."""
+
+    def allows(self, user: Any) -> bool:
+        raise NotImplementedError
+
+    def refusal(self) -> tuple[str, str]:
+        """Return the 403 page's title and message."""
+        raise NotImplementedError
+
+    def unavailable(self) -> tuple[str, str]:
+        """Return the 503 page's title and message."""
+        raise NotImplementedError
+
+
+class ReadGate(Gate):
+    """The view permissions of the models a page shows."""
+
+    def __init__(self, needed: Sequence[str]) -> None:
+        self.needed = tuple(needed)
+
+    def allows(self, user: Any) -> bool:
+        return bool(user.has_perms(self.needed))
+
+    def refusal(self) -> tuple[str, str]:
+        return _("Permission needed"), _(
+            "Your account may not read these batch records. Ask an administrator "
+            "for the view permissions of batchboard."
+        )
+
+    def unavailable(self) -> tuple[str, str]:
+        return _("Batch metadata unavailable"), _(
+            "The metadata database did not answer. The page will work again once "
+            "the database is reachable; retry in a moment."
+        )
+
+
+class ActionGate(Gate):
+    """The authorization class of one operator action (spec 4.1)."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+
+    def allows(self, user: Any) -> bool:
+        return permissions.may(user, self.action)
+
+    def refusal(self) -> tuple[str, str]:
+        return _("Not allowed"), _(
+            "%(action)s needs the %(cls)s authorization class, which your account "
+            "does not have. Nothing was changed."
+        ) % {"action": self.action, "cls": ACTION_CLASSES[self.action]}
+
+    def unavailable(self) -> tuple[str, str]:
+        return _("Database unavailable"), _(
+            "The metadata database did not answer. Nothing is known to have "
+            "changed; try again in a moment."
+        )
+
+
+def _cursor_message(error: cursors.CursorError) -> str:
+    if isinstance(error, cursors.CursorQueryMismatch):
+        return _(
+            "The continuation token belongs to a different list, filter or page size."
+        )
+    return _("The continuation token is damaged or not a batchboard/oxide-batch token.")
+
+
+def guarded(gate: Gate) -> Callable[[View], View]:
+    """
+    Wrap a view with sign-in, ``gate`` and the error pages.
+
+    Responses vary on ``HX-Request``, so a cache never serves a fragment for
+    a page or the other way round.
+    """
+
+    def decorator(view: View) -> View:
+        @functools.wraps(view)
+        @vary_on_headers("HX-Request")
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            try:
+                # Reading the user may reach the session and auth tables,
+                # so it belongs inside the database-error guard too.
+                if not request.user.is_authenticated:
+                    return redirect_to_login(request.get_full_path())
+                if not gate.allows(request.user):
+                    raise PermissionDenied
+                return view(request, *args, **kwargs)
+            except PermissionDenied:
+                return error_page(request, 403, *gate.refusal())
+            except cursors.CursorError as error:
+                return error_page(
+                    request,
+                    400,
+                    _("This link cannot continue the list"),
+                    _cursor_message(error),
+                    first_page_url(request),
+                )
+            except Http404:
+                # Http404's text is for developers; the page says its own.
+                missing = NotFound()
+                return error_page(
+                    request, 404, missing.title, missing.message, missing.link(request)
+                )
+            except ErrorPage as error:
+                return error_page(
+                    request,
+                    error.status,
+                    error.title,
+                    error.message,
+                    error.link(request),
+                )
+            except DatabaseError as error:
+                match = request.resolver_match
+                logger.error(
+                    "batchboard view %s failed: database error %s",
+                    match.view_name if match else "?",
+                    type(error).__name__,
+                )
+                # Retrying a read is safe; a refused POST is sent again from
+                # the form it came from.
+                retry = request.get_full_path() if request.method == "GET" else None
+                return error_page(request, 503, *gate.unavailable(), retry)
+
+        return wrapped
+
+    return decorator
+
+
+def reader(*needed: str) -> Callable[[View], View]:
+    """Guard a page that shows records (GET only): the view permissions ``needed``."""
+    guard = guarded(ReadGate(needed))
+
+    def decorator(view: View) -> View:
+        return require_GET(guard(view))
+
+    return decorator
+
+
+def action_view(action: str) -> Callable[[View], View]:
+    """Guard an operator action: the authorization class of ``action``."""
+    return guarded(ActionGate(action))

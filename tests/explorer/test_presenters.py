@@ -1,0 +1,167 @@
+"""Presenters give templates values; the templates hold all the markup."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client, override_settings
+from django.urls import reverse
+from django.utils.safestring import SafeString
+
+from batchboard.explorer import presenters
+from batchboard.explorer.presenters import Clock, Presenter
+from batchboard.vocabulary import STATUSES
+from tests.explorer.conftest import History
+
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def test_every_status_has_a_look() -> None:
+    assert set(presenters.LOOKS) == set(STATUSES)
+    assert presenters.look("FAILED").tone == "bad"
+    assert presenters.look(None) is presenters.NONE
+    assert presenters.look("SOMETHING_NEW") is presenters.OTHER
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.25, "250 ms"),
+        (3.21, "3.2 s"),
+        (42, "42 s"),
+        (243, "4 min 03 s"),
+        (3600 + 120, "1 h 02 min"),
+        (3 * 86400 + 7200, "3 d 2 h"),
+        (-5, "0 ms"),
+    ],
+)
+def test_spans_read_in_human_units(seconds: float, text: str) -> None:
+    assert Clock(NOW).span(seconds) == text
+
+
+def test_whole_spans_leave_out_a_zero_lower_unit() -> None:
+    clock = Clock(NOW)
+    assert clock.span(900, whole=True) == "15 min"
+    assert clock.span(3600, whole=True) == "1 h"
+    assert clock.span(930, whole=True) == "15 min 30 s"
+
+
+def test_times_ages_and_durations_are_as_of_one_now() -> None:
+    clock = Clock(NOW)
+    moment = clock.moment(NOW - timedelta(minutes=4, seconds=3))
+    assert moment == {
+        "iso": "2026-03-01T11:55:57+00:00",
+        "text": "2026-03-01 11:55:57Z",
+        "ago": "4 min 03 s ago",
+    }
+    assert clock.moment(None) is None
+    assert clock.age(NOW + timedelta(seconds=30)) == "in 30 s"
+    assert clock.duration(NOW - timedelta(seconds=90), None) == "1 min 30 s"
+    assert clock.duration(None, None) == "—"
+
+
+def test_values_are_escaped_once_where_they_come_from_outside() -> None:
+    present = Presenter(NOW)
+    url = present.links.job("<b>&job</b>")
+    assert isinstance(url, SafeString)
+    assert "<b>" not in url and "&amp;" in url
+    label = present.jobs(["<i>"], {"<i>": []}, {})[0]["strip_label"]
+    assert "&lt;i&gt;" in label
+
+
+def _execution_row(**values: Any) -> dict[str, Any]:
+    row = {
+        "id": 7,
+        "job_instance_id": 3,
+        "job_name": "nightly",
+        "attempt": 1,
+        "status": "STARTED",
+        "created_at": NOW - timedelta(hours=1),
+        "started_at": NOW - timedelta(minutes=59),
+        "ended_at": None,
+        "updated_at": NOW - timedelta(minutes=1),
+    }
+    row.update(values)
+    return row
+
+
+@pytest.mark.django_db
+def test_execution_rows_get_links_tone_and_times() -> None:
+    (row,) = Presenter(NOW).executions([_execution_row()], triage=True)
+    assert row["url"] == reverse("batchboard:execution", args=[7])
+    assert row["row_url"] == reverse("batchboard:execution_row", args=[7]) + "?triage=1"
+    assert row["instance_url"] == reverse("batchboard:instance", args=[3])
+    assert row["job_url"] == reverse("batchboard:job", args=["nightly"])
+    assert row["live"] is True and row["tone"] == "active"
+    assert row["duration"] == "59 min 00 s"
+    assert row["updated_age"] == "1 min 00 s ago"
+
+
+@pytest.mark.django_db
+def test_parameter_chips_render_once_per_distinct_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rendered: list[Any] = []
+    real = presenters.get_template
+
+    def counting(name: str) -> Any:
+        rendered.append(name)
+        return real(name)
+
+    monkeypatch.setattr(presenters, "get_template", counting)
+    parameters = [("run_date", "STRING"), ("shard", "U64")]
+    rows = [
+        {
+            "id": pk,
+            "job_name": "nightly",
+            "created_at": NOW,
+            "latest_id": None,
+            "latest_attempt": None,
+            "latest_status": None,
+            "parameters": list(parameters),
+        }
+        for pk in (1, 2, 3)
+    ]
+    Presenter(NOW).instances(rows)
+    assert len(rendered) == 1
+    assert rows[0]["parameter_chips"] is rows[2]["parameter_chips"]
+    assert 'class="bb-param-name">run_date</span>' in rows[0]["parameter_chips"]
+
+
+def test_a_trail_links_every_crumb_but_the_page_itself() -> None:
+    present = Presenter(NOW)
+    trail = present.trail("nightly", ("instance", 3), ("execution", 7))
+    listed = present.trail("nightly", ("execution", 7), current="flow decisions")
+    assert [label for label, _ in trail] == ["nightly", "instance #3", "execution #7"]
+    assert trail[-1][1] is None and trail[1][1] == "/instances/3/"
+    assert listed[-1] == ("flow decisions", None)
+    assert listed[-2][1] == "/executions/7/"
+
+
+OVERRIDDEN_ROW = (
+    '{% for row in rows %}<tr id="bb-execution-{{ row.id }}">'
+    '<td class="site-cell">run {{ row.id }} is {{ row.status|lower }}</td>'
+    "</tr>{% endfor %}"
+)
+
+
+@pytest.mark.django_db
+def test_overriding_the_row_template_changes_the_row(
+    reader: Client, history: History, tmp_path: Path, settings: Any
+) -> None:
+    """A site's batchboard/partials/execution_row.html replaces every cell."""
+    partials = tmp_path / "batchboard" / "partials"
+    partials.mkdir(parents=True)
+    (partials / "execution_row.html").write_text(OVERRIDDEN_ROW)
+    templates = [dict(settings.TEMPLATES[0])]
+    templates[0]["DIRS"] = [tmp_path, *templates[0]["DIRS"]]
+    with override_settings(TEMPLATES=templates):
+        body = reader.get(reverse("batchboard:executions")).content.decode()
+    assert f'<td class="site-cell">run {history.failed.pk} is failed</td>' in body
+    assert 'class="bb-status' not in body.split('id="bb-rows"', 1)[1]
+    plain = reader.get(reverse("batchboard:executions")).content.decode()
+    assert "site-cell" not in plain
+    assert '<span class="bb-status bb-status--bad">FAILED</span>' in plain
