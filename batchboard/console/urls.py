@@ -12,15 +12,9 @@ from django.urls import path
 from batchboard.console import views
 
 urlpatterns = [
+    path("executions/<int:execution_id>/stop/", views.stop, name="action_stop"),
     path(
-        "executions/<int:execution_id>/stop/",
-        views.stop,
-        name="action_stop",
-    ),
-    path(
-        "executions/<int:execution_id>/abandon/",
-        views.abandon,
-        name="action_abandon",
+        "executions/<int:execution_id>/abandon/", views.abandon, name="action_abandon"
     ),
     path(
         "executions/<int:execution_id>/recovery-proposal/",
@@ -28,16 +22,10 @@ urlpatterns = [
         name="recovery_proposal",
     ),
     path(
-        "executions/<int:execution_id>/recover/",
-        views.recover,
-        name="action_recover",
+        "executions/<int:execution_id>/recover/", views.recover, name="action_recover"
     ),
     path("instances/<int:instance_id>/hold/", views.hold, name="action_hold"),
-    path(
-        "instances/<int:instance_id>/release/",
-        views.release,
-        name="action_release",
-    ),
+    path("instances/<int:instance_id>/release/", views.release, name="action_release"),
     path("retention/purge/", views.purge_plan, name="purge_plan"),
     path("retention/purge/apply/", views.purge_apply, name="purge_apply"),
 ]

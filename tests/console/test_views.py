@@ -16,12 +16,9 @@ from batchboard.models import (
     OperatorRequest,
     RetentionAction,
 )
-from tests.actions import factories
+from tests.factories import actions as factories
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.urls("tests.actions.urls"),
-]
+pytestmark = pytest.mark.django_db
 
 HTMX = {"HX-Request": "true"}
 
@@ -365,3 +362,115 @@ def test_ids_beyond_bigint_are_not_found_not_database_errors(admin_user: User) -
         {"operation_id": "op", "expected_version": "1"},
     )
     assert "out of range" in stopped.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("url_name", "target", "data", "message"),
+    [
+        (
+            "action_stop",
+            "execution",
+            {"operation_id": "op", "expected_version": "three"},
+            "The execution id and version must be numbers.",
+        ),
+        (
+            "action_abandon",
+            "execution",
+            {"operation_id": "op", "expected_version": "3", "reason_code": "AUDIT"},
+            "AUDIT is not one of the reasons offered for ABANDON.",
+        ),
+        (
+            "action_recover",
+            "execution",
+            {"operation_id": "op", "expected_version": "3", "evidence_digest": "zz"},
+            "The evidence digest must be 64 hex digits.",
+        ),
+        (
+            "action_hold",
+            "instance",
+            {"operation_id": "", "reason_code": "AUDIT"},
+            "The operation id is empty.",
+        ),
+        (
+            "action_release",
+            "instance",
+            {"operation_id": "op", "reason_code": ""},
+            "The reason code is empty.",
+        ),
+        (
+            "purge_apply",
+            None,
+            {"operation_id": "op", "job_name": "nightly-import", "batch": "0"},
+            "The batch is 1 to 1000 executions.",
+        ),
+    ],
+)
+def test_malformed_posts_are_explained_and_write_nothing(
+    admin_user: User,
+    url_name: str,
+    target: str | None,
+    data: dict[str, str],
+    message: str,
+) -> None:
+    """Each endpoint refuses a malformed form with a message, before acting."""
+    execution = factories.execution("FAILED")
+    ident = {"execution": execution.pk, "instance": execution.job_instance_id}
+    args = [] if target is None else [ident[target]]
+    response = _client(admin_user).post(
+        reverse(f"batchboard:{url_name}", args=args), data, headers=HTMX
+    )
+    body = response.content.decode()
+    assert response.status_code == 200
+    assert "INVALID_REQUEST" in body and message in body
+    assert not OperatorRequest.objects.exists()
+    assert not RetentionAction.objects.exists()
+    assert JobExecution.objects.get(pk=execution.pk).status == "FAILED"
+
+
+def test_the_purge_page_shows_the_defaults(viewer_user: User) -> None:
+    """Without a query the form holds every finished status and the defaults."""
+    body = _client(viewer_user).get(reverse("batchboard:purge_plan")).content.decode()
+    for status in ("COMPLETED", "FAILED", "STOPPED", "ABANDONED"):
+        assert f'value="{status}" checked' in body
+    assert 'name="job_name" value=""' in body
+    assert 'name="min_age_seconds" value="2592000"' in body
+    assert 'name="batch" value="1000"' in body
+    assert "≥ 3600" in body and "(1–1000 executions)" in body
+    assert "Plan for" not in body
+
+
+def test_the_purge_page_keeps_the_query(viewer_user: User) -> None:
+    body = (
+        _client(viewer_user)
+        .get(
+            reverse("batchboard:purge_plan"),
+            {"job_name": "x", "statuses": "FAILED", "batch": "5"},
+        )
+        .content.decode()
+    )
+    assert 'value="FAILED" checked' in body
+    assert 'value="COMPLETED" checked' not in body
+    assert 'name="job_name" value="x"' in body
+    assert 'name="batch" value="5"' in body
+    assert "No execution qualifies." in body
+
+
+def test_a_missing_target_is_named_on_the_404_page(admin_user: User) -> None:
+    client = _client(admin_user)
+    for url_name, text in (
+        ("action_abandon", "execution #999999"),
+        ("recovery_proposal", "execution #999999"),
+        ("action_hold", "instance #999999"),
+    ):
+        response = client.get(reverse(f"batchboard:{url_name}", args=[999999]))
+        assert response.status_code == 404
+        assert f"There is no {text}." in response.content.decode()
+
+
+def test_dialogs_vary_on_htmx(admin_user: User) -> None:
+    """A cache never serves the dialog fragment for the page, or the reverse."""
+    execution = factories.execution("STARTED")
+    url = reverse("batchboard:action_stop", args=[execution.pk])
+    client = _client(admin_user)
+    for headers in ({}, HTMX):
+        assert "HX-Request" in client.get(url, headers=headers)["Vary"]
