@@ -10,12 +10,14 @@ size, which is a number: a filter value could be anything.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeVar
 
 from django import forms
 from django.core.validators import RegexValidator
 from django.http import HttpRequest
 from django.utils.functional import Promise
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import conf, cursors
@@ -31,6 +33,7 @@ from batchboard.web import BadInput
 
 __all__ = [
     "AGE_CHOICES",
+    "age_choices",
     "JUMP_KINDS",
     "ExecutionForm",
     "ExecutionsForm",
@@ -49,6 +52,17 @@ AGE_CHOICES: tuple[tuple[int, Promise], ...] = (
     (6 * 3600, _("6 hours")),
     (24 * 3600, _("24 hours")),
 )
+
+
+@functools.lru_cache(maxsize=64)
+def _age_choices_in(language: str | None) -> tuple[tuple[int, str], ...]:
+    return tuple((seconds, str(label)) for seconds, label in AGE_CHOICES)
+
+
+def age_choices() -> tuple[tuple[int, str], ...]:
+    """Return the offered age bounds with their labels in the active language."""
+    return _age_choices_in(get_language())
+
 
 #: The records the header's jump box opens, by the name of their page.
 JUMP_KINDS = ("execution", "instance", "step")

@@ -32,6 +32,7 @@ from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.html import escape
 from django.utils.safestring import SafeString
+from django.utils.text import get_text_list
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext_lazy as _
 
@@ -121,6 +122,10 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "reuses": _("reuses #%(id)s"),
     "end": _("end: %(kind)s"),
     "strip": _("Latest executions of %(name)s, newest first"),
+    "newest_first": _("Newest first"),
+    "job_order": _("Newest instance first, latest attempt first"),
+    "oldest_first": _("Oldest first (by id)"),
+    "attempts_first": _("Executions, latest attempt first"),
     "progress": _("%(done)s/%(total)s partitions"),
     "created": _("Created"),
     "started": _("Started"),
@@ -154,7 +159,10 @@ _COUNTER_LINES: Final = (
 @functools.lru_cache(maxsize=64)
 def _texts_in(language: str | None) -> Mapping[str, SafeString]:
     # Escaped once: a format's numbers and escaped values keep it safe.
-    return {key: escape(str(text)) for key, text in _TEXTS.items()}
+    texts = {key: escape(str(text)) for key, text in _TEXTS.items()}
+    # "STARTING, STARTED, STOPPING or UNKNOWN", from the vocabulary.
+    texts["unresolved"] = escape(get_text_list(list(UNRESOLVED), str(_("or"))))
+    return texts
 
 
 def texts() -> Mapping[str, SafeString]:

@@ -20,7 +20,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.functional import Promise
-from django.utils.text import get_text_list
 from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
@@ -29,7 +28,7 @@ from batchboard import conf
 from batchboard.explorer import inputs, queries
 from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import Presenter, is_unresolved, link
-from batchboard.vocabulary import ATTENTION_LIMIT, MAX_BIGINT, STATUSES, UNRESOLVED
+from batchboard.vocabulary import ATTENTION_LIMIT, MAX_BIGINT, STATUSES
 from batchboard.web import NotFound, first_page_url, reader, wants_fragment
 
 VIEW_EXECUTIONS = (
@@ -55,11 +54,24 @@ PREVIEW_ROWS = 20
 # -- helpers -------------------------------------------------------------------
 
 
-def _known(value: int, what: str) -> int:
+#: How the 404 page names a record that is not there.
+_RECORDS = {
+    "instance": gettext_lazy("instance %(id)s"),
+    "execution": gettext_lazy("execution %(id)s"),
+    "step": gettext_lazy("step %(id)s"),
+    "partition": gettext_lazy("partition %(id)s"),
+}
+
+
+def _missing(kind: str, pk: int) -> NotFound:
+    return NotFound(_RECORDS[kind] % {"id": pk})
+
+
+def _known(kind: str, pk: int) -> int:
     """Return an id that can name a record; beyond bigint it names nothing."""
-    if not 0 < value <= MAX_BIGINT:
-        raise NotFound(what)
-    return value
+    if not 0 < pk <= MAX_BIGINT:
+        raise _missing(kind, pk)
+    return pk
 
 
 def _next_url(request: HttpRequest, page: Page) -> str | None:
@@ -81,7 +93,6 @@ def _context(request: HttpRequest, present: Presenter, **extra: Any) -> dict[str
         "first_url": first_page_url(request),
         "now": present.now,
         "poll_seconds": int(conf.get_config()["POLL_SECONDS"]),
-        "unresolved_statuses": UNRESOLVED,
         **extra,
     }
 
@@ -216,8 +227,7 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
 @reader(*VIEW_EXECUTIONS)
 def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
     """Show an instance, its parameters and its executions."""
-    what = _("instance %(id)s") % {"id": instance_id}
-    _known(instance_id, what)
+    _known("instance", instance_id)
     form = inputs.read(inputs.ListForm, request)
     present = Presenter()
     found: Row | None = None
@@ -227,7 +237,7 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
         # "Load more" needs only the rows; every other request the instance.
         found = queries.instance(instance_id)
         if found is None:
-            raise NotFound(what)
+            raise _missing("instance", instance_id)
         present.instance(found)
         found["trail"] = present.trail(found["job_name"], ("instance", instance_id))
         if show_values and not wants_fragment(request):
@@ -238,6 +248,7 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
         "instance": found,
         "parameter_values": values,
         "show_values": show_values,
+        "caption": present.texts["attempts_first"],
     }
     return _list(request, form, page, present, INSTANCE, context)
 
@@ -250,7 +261,12 @@ def executions(request: HttpRequest) -> HttpResponse:
     page = queries.recent_executions(status, job_name, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
-    context = {"status": status, "job_filter": job_name, "statuses": STATUSES}
+    context = {
+        "status": status,
+        "job_filter": job_name,
+        "statuses": STATUSES,
+        "caption": present.texts["job_order" if job_name else "newest_first"],
+    }
     return _list(request, form, page, present, EXECUTIONS, context)
 
 
@@ -264,9 +280,11 @@ def unresolved(request: HttpRequest) -> HttpResponse:
     present.executions(page.rows, triage=True)
     context = {
         "age": age,
-        "age_choices": inputs.AGE_CHOICES,
+        "age_choices": inputs.age_choices(),
+        "offered_age": age if age in dict(inputs.AGE_CHOICES) else None,
         "custom_age": age not in dict(inputs.AGE_CHOICES),
-        "unresolved_text": get_text_list(list(UNRESOLVED), _("or")),
+        "caption": present.texts["oldest_first"],
+        "unresolved_text": present.texts["unresolved"],
         "triage": True,
     }
     return _list(request, form, page, present, UNRESOLVED_PAGE, context)
@@ -276,10 +294,9 @@ def unresolved(request: HttpRequest) -> HttpResponse:
 
 
 def _execution_or_404(execution_id: int) -> Row:
-    what = _("execution %(id)s") % {"id": execution_id}
-    found = queries.execution(_known(execution_id, what))
+    found = queries.execution(_known("execution", execution_id))
     if found is None:
-        raise NotFound(what)
+        raise _missing("execution", execution_id)
     return found
 
 
@@ -406,10 +423,9 @@ def _step_tail(
     request: HttpRequest, execution_id: int, after: int, size: int
 ) -> HttpResponse:
     """Return steps created since ``after`` and, while running, a new watcher."""
-    what = _("execution %(id)s") % {"id": execution_id}
-    status = queries.execution_status(_known(execution_id, what))
+    status = queries.execution_status(_known("execution", execution_id))
     if status is None:
-        raise NotFound(what)
+        raise _missing("execution", execution_id)
     present = Presenter()
     rows = present.steps(queries.steps_after(execution_id, after, size))
     context = _context(
@@ -460,7 +476,7 @@ def _audit_list(
     if not (form.token and wants_fragment(request)):
         found = _execution_or_404(execution_id)
     else:
-        _known(execution_id, _("execution %(id)s") % {"id": execution_id})
+        _known("execution", execution_id)
     page = audit.fetch(execution_id, form.page_size, form.token)
     present = Presenter()
     audit.present(present, page.rows)
@@ -496,10 +512,9 @@ def operator_requests(request: HttpRequest, execution_id: int) -> HttpResponse:
 
 
 def _step_or_404(step_id: int) -> Row:
-    what = _("step %(id)s") % {"id": step_id}
-    found = queries.step(_known(step_id, what))
+    found = queries.step(_known("step", step_id))
     if found is None:
-        raise NotFound(what)
+        raise _missing("step", step_id)
     return found
 
 
@@ -518,7 +533,7 @@ def step(request: HttpRequest, step_id: int) -> HttpResponse:
     size, token = form.page_size, form.token
     present = Presenter()
     if token and wants_fragment(request):
-        _known(step_id, _("step %(id)s") % {"id": step_id})
+        _known("step", step_id)
         page = queries.partitions(step_id, size, token)
         present.partitions(page.rows)
         context = _context(
@@ -569,10 +584,9 @@ def step_row(request: HttpRequest, step_id: int) -> HttpResponse:
 @reader(*VIEW_PARTITIONS)
 def partition_row(request: HttpRequest, partition_id: int) -> HttpResponse:
     """Return one partition's table row (polled while it is unresolved)."""
-    what = _("partition %(id)s") % {"id": partition_id}
-    found = queries.partition(_known(partition_id, what))
+    found = queries.partition(_known("partition", partition_id))
     if found is None:
-        raise NotFound(what)
+        raise _missing("partition", partition_id)
     return _polled(
         request,
         ("batchboard:step", found["step_execution_id"]),
