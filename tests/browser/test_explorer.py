@@ -15,13 +15,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def log_in(page: Any, live_server: Any) -> User:
+    # A reader who is not staff: the site's own sign-in page admits every
+    # active user, and the view permissions are the only grants.
     user = make_user("operator")
-    # The standalone site signs in through the admin login, which admits
-    # staff accounts only; view permissions stay the only grants.
-    user.is_staff = True
-    user.save(update_fields=["is_staff"])
     page.goto(f"{live_server.url}/")
-    # Anonymous visitors land on the admin login page, then come back.
+    # Anonymous visitors land on the sign-in page, then come back.
     page.fill("#id_username", "operator")
     page.fill("#id_password", "pw")
     page.click("input[type=submit]")
