@@ -375,13 +375,16 @@ class Listing:
     """
     One keyset list: a model's rows under a filter, in one immutable order.
 
-    ``order`` names the sort columns (``-`` for descending); a cursor's
-    position (``position`` reads it from the key) holds one value per
-    column and the page continues strictly after it. ``key`` makes the key
-    a row's cursor carries. ``fields`` are the columns shown, ``project``
-    annotates the computed ones, ``estimate`` sizes a row for the response
-    bound. The identity ceiling is the model's ``max(id)``, or under
-    ``scoped_ceiling`` that of the filtered rows.
+    ``filters`` take a page's filter values (``where`` is a fixed
+    condition). ``order`` names the sort columns (``-`` for descending); a
+    cursor's position (``position`` reads it from the key) holds one value
+    per column and the page continues strictly after it, with ``continued``
+    adding conditions a continued page needs for its index scans. ``key``
+    makes the key a row's cursor carries. ``fields`` are the columns shown,
+    ``project`` annotates the computed ones, ``prepare`` finishes a row read
+    and ``estimate`` sizes it for the response bound. The identity ceiling
+    is the model's ``max(id)``, or under ``scoped_ceiling`` that of the
+    filtered rows.
     """
 
     name: str
@@ -466,13 +469,9 @@ class Listing:
                 rows = rows.distinct()
             return rows[:page_size]
 
-        shape = (
-            self.name,
-            tuple(narrow.lookup for narrow, _ in applied),
-            window.first,
-            window.ceiling is None,
-            page_size,
-        )
+        # What changes the statement's text apart from its arguments.
+        lookups = tuple(narrow.lookup for narrow, _ in applied)
+        shape = (self.name, lookups, window.first, page_size)
         rows = values_rows(_using(), shape, build, args)
         if self.prepare is not None:
             for row in rows:
