@@ -17,6 +17,7 @@ of a database error may quote row values, which must not reach a log).
 
 from __future__ import annotations
 
+import abc
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -162,19 +163,20 @@ def error_page(
 # -- who may pass --------------------------------------------------------------------
 
 
-class Gate:
+class Gate(abc.ABC):
     """Who may use a view, and what the refused and the unlucky are told."""
 
+    @abc.abstractmethod
     def allows(self, user: Any) -> bool:
-        raise NotImplementedError
+        """Return whether ``user`` may use the view."""
 
+    @abc.abstractmethod
     def refusal(self) -> tuple[str, str]:
         """Return the 403 page's title and message."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def unavailable(self) -> tuple[str, str]:
         """Return the 503 page's title and message."""
-        raise NotImplementedError
 
 
 class ReadGate(Gate):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -34,7 +35,7 @@ def check_bounds(
         raise CommandError(f"--{option} must be between {low} and {high}{unit}.")
 
 
-class DemoCommand(BaseCommand):
+class DemoCommand(BaseCommand, abc.ABC):
     """
     A demo command that writes: it runs only behind the demo gate.
 
@@ -59,6 +60,6 @@ class DemoCommand(BaseCommand):
         require_demo(self.__module__.rpartition(".")[2], self.target_alias())
         self.run(**options)
 
+    @abc.abstractmethod
     def run(self, **options: Any) -> None:
         """Do the command's work; only ever called in the demo."""
-        raise NotImplementedError("a demo command implements run()")
