@@ -207,6 +207,9 @@ def _decode_key(rest: bytes) -> tuple[Key, bytes]:
             name = rest[:length].decode("utf-8")
         except UnicodeDecodeError:
             raise CursorInvalid from None
+        if "\x00" in name:
+            # No stored name holds NUL (PostgreSQL refuses it in text).
+            raise CursorInvalid
         return Name(name), rest[length:]
     raise CursorInvalid
 

@@ -11,6 +11,7 @@ imports them from this one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -60,7 +61,9 @@ __all__ = [
     "STOP",
     "STRIP_LENGTH",
     "UNRESOLVED",
+    "WHOLE_NUMBER",
     "Reason",
+    "parse_whole_number",
     "reasons_for",
 ]
 
@@ -69,6 +72,24 @@ __all__ = [
 #: The largest PostgreSQL ``bigint``: every identity, version and counter of
 #: the schema lies in 0..MAX_BIGINT (identities start at 1).
 MAX_BIGINT: Final = 2**63 - 1
+
+#: A whole number as typed in a request (an id, a version, a page size, an
+#: age): ASCII digits only, as many as a bigint can need. ``str.isdigit``
+#: accepts "²" and ``int`` accepts "٣", "+3", "3_0" and refuses more than
+#: 4,300 digits; this accepts none of them. Use it with ``fullmatch``.
+WHOLE_NUMBER: Final = re.compile(r"[0-9]{1,19}")
+
+
+def parse_whole_number(text: str, maximum: int | None = MAX_BIGINT) -> int | None:
+    """
+    Return ``text`` as a whole number (up to ``maximum`` unless that is
+    None), or None if it is not one.
+    """
+    if not WHOLE_NUMBER.fullmatch(text):
+        return None
+    value = int(text)
+    return value if maximum is None or value <= maximum else None
+
 
 #: Rows per explorer page: the request's ``size`` must lie in this range.
 MIN_PAGE_SIZE: Final = 1

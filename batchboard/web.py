@@ -20,6 +20,7 @@ from __future__ import annotations
 import abc
 import functools
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlencode
@@ -31,8 +32,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from batchboard import cursors
@@ -43,6 +45,7 @@ __all__ = [
     "BadInput",
     "ErrorPage",
     "HtmxHttpRequest",
+    "has_control_characters",
     "NotFound",
     "action_view",
     "error_page",
@@ -69,6 +72,37 @@ def wants_fragment(request: HttpRequest) -> bool:
     if not htmx:
         return False
     return not htmx.history_restore_request
+
+
+#: C0 and C1 control characters and DEL: no id, name, filter or cursor holds
+#: one, and PostgreSQL refuses NUL in text outright.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def has_control_characters(request: HttpRequest, *values: object) -> bool:
+    """Return whether the path, a query parameter or one of ``values`` holds one."""
+    if _CONTROL.search(request.path):
+        return True
+    for key, items in request.GET.lists():
+        if _CONTROL.search(key) or any(_CONTROL.search(item) for item in items):
+            return True
+    return any(_CONTROL.search(str(value)) for value in values)
+
+
+def _login_redirect(request: HttpRequest) -> HttpResponse:
+    """
+    Send an anonymous visitor to sign in, and back afterwards.
+
+    An htmx request (a poll, a scrolled page, a dialog) whose session expired
+    would swap the sign-in page into a table row: it gets ``HX-Redirect``
+    instead, so the whole tab signs in and returns to the page it showed.
+    """
+    htmx = getattr(request, "htmx", None)
+    if htmx:
+        back = htmx.current_url_abs_path or request.get_full_path()
+        login = redirect_to_login(back)
+        return HttpResponseClientRedirect(login["Location"])
+    return redirect_to_login(request.get_full_path())
 
 
 # -- errors a view raises ----------------------------------------------------------
@@ -202,13 +236,17 @@ class ReadGate(Gate):
 
 
 class ActionGate(Gate):
-    """The authorization class of one operator action (spec 4.1)."""
+    """
+    The authorization class of one operator action (spec 4.1), and the view
+    permissions of the page the action's dialog describes.
+    """
 
-    def __init__(self, action: str) -> None:
+    def __init__(self, action: str, needed: Sequence[str] = ()) -> None:
         self.action = action
+        self.needed = tuple(needed)
 
     def allows(self, user: Any) -> bool:
-        return permissions.may(user, self.action)
+        return permissions.may(user, self.action) and bool(user.has_perms(self.needed))
 
     def refusal(self) -> tuple[str, str]:
         return _("Not allowed"), _(
@@ -246,8 +284,20 @@ def guarded(gate: Gate) -> Callable[[View], View]:
             try:
                 # Reading the user may reach the session and auth tables,
                 # so it belongs inside the database-error guard too.
+                if has_control_characters(request, *kwargs.values()):
+                    # Before sign-in: the login redirect would carry them on.
+                    return error_page(
+                        request,
+                        400,
+                        _("Control characters in the address"),
+                        _(
+                            "No id, name, filter or continuation token holds a "
+                            "control character. Check the link."
+                        ),
+                        reverse("batchboard:index"),
+                    )
                 if not request.user.is_authenticated:
-                    return redirect_to_login(request.get_full_path())
+                    return _login_redirect(request)
                 if not gate.allows(request.user):
                     raise PermissionDenied
                 return view(request, *args, **kwargs)
@@ -293,15 +343,21 @@ def guarded(gate: Gate) -> Callable[[View], View]:
 
 
 def reader(*needed: str) -> Callable[[View], View]:
-    """Guard a page that shows records (GET only): the view permissions ``needed``."""
+    """
+    Guard a page that shows records (GET and HEAD): the view permissions
+    ``needed``.
+    """
     guard = guarded(ReadGate(needed))
 
     def decorator(view: View) -> View:
-        return require_GET(guard(view))
+        return require_safe(guard(view))
 
     return decorator
 
 
-def action_view(action: str) -> Callable[[View], View]:
-    """Guard an operator action: the authorization class of ``action``."""
-    return guarded(ActionGate(action))
+def action_view(action: str, *needed: str) -> Callable[[View], View]:
+    """
+    Guard an operator action: the authorization class of ``action``, and the
+    view permissions ``needed`` of the page its dialog shows records of.
+    """
+    return guarded(ActionGate(action, needed))

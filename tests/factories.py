@@ -381,9 +381,13 @@ def user(name: str, *codenames: str) -> User:
     return User.objects.get(pk=account.pk)
 
 
+# What the execution page needs, whose dialogs the roles open.
 VIEW = (
+    "view_jobdefinition",
     "view_jobexecution",
     "view_jobinstance",
+    "view_stepexecution",
+    "view_flowdecision",
     "view_operatorrequest",
     "view_retentionaction",
     "view_recoverydecision",

@@ -43,11 +43,17 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from batchboard.actions.results import InvalidRequest
-from batchboard.vocabulary import AUTHORIZATION_CLASSES, reasons_for
+from batchboard.vocabulary import (
+    AUTHORIZATION_CLASSES,
+    parse_whole_number,
+    reasons_for,
+)
 
-ACTOR_REF_RE = re.compile(r"^[A-Za-z0-9._:@-]{1,128}$")
-OPERATION_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-REASON_CODE_RE = re.compile(r"^[A-Z0-9_]{1,64}$")
+# Use with ``fullmatch``: ``$`` also matches before a trailing newline, so
+# ``re.match`` let "bb-1\n" pass as an operation id distinct from "bb-1".
+ACTOR_REF_RE = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
+OPERATION_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+REASON_CODE_RE = re.compile(r"[A-Z0-9_]{1,64}")
 
 
 def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> str:
@@ -58,7 +64,7 @@ def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> st
             _("The %(what)s is longer than %(limit)s bytes.")
             % {"what": what, "limit": limit}
         )
-    if not pattern.match(value):
+    if not pattern.fullmatch(value):
         raise InvalidRequest(
             _("The %(what)s contains a character that is not allowed.") % {"what": what}
         )
@@ -67,10 +73,21 @@ def _field(value: object, pattern: re.Pattern[str], what: str, limit: int) -> st
 
 def whole_numbers(*values: object, invalid: Any) -> list[int]:
     """Return ``values`` as ints; raise InvalidRequest(``invalid``) if one is not."""
-    try:
-        return [int(value) for value in values]  # type: ignore[call-overload]
-    except (TypeError, ValueError) as error:
-        raise InvalidRequest(invalid) from error
+    numbers = []
+    for value in values:
+        if isinstance(value, bool):
+            raise InvalidRequest(invalid)
+        if isinstance(value, int):
+            numbers.append(value)
+            continue
+        # Text (a form field): ASCII digits only, a bigint's worth at most.
+        number = (
+            parse_whole_number(value, maximum=None) if isinstance(value, str) else None
+        )
+        if number is None:
+            raise InvalidRequest(invalid)
+        numbers.append(number)
+    return numbers
 
 
 def validate_operation_id(value: object) -> str:
@@ -135,6 +152,6 @@ def actor_ref_for(user: Any) -> str:
         return user.actor_ref
     username = str(user.get_username())
     candidate = f"user:{username}"
-    if username and ACTOR_REF_RE.match(candidate):
+    if username and ACTOR_REF_RE.fullmatch(candidate):
         return candidate
     return f"uid:{user.pk}"

@@ -65,7 +65,7 @@ from batchboard.models import (
     RetentionAction,
     StepPartition,
 )
-from batchboard.vocabulary import APPLIED, MAX_BIGINT, REPLAYED
+from batchboard.vocabulary import APPLIED, MAX_BIGINT, REPLAYED, parse_whole_number
 
 MIN_AGE_SECONDS = 3600
 # A bound of batchboard's own: older thresholds fall outside the calendar
@@ -256,13 +256,11 @@ def parse_candidates(text: object) -> tuple[tuple[int, int, int], ...]:
     """Parse :meth:`PurgePlan.candidates_text` back, refusing anything else."""
     out = []
     for word in str(text or "").split():
-        parts = word.split(":")
-        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        numbers = [parse_whole_number(part) for part in word.split(":")]
+        if len(numbers) != 3 or None in numbers:
             raise InvalidRequest(_("The plan's candidate list is malformed."))
-        triple = (int(parts[0]), int(parts[1]), int(parts[2]))
-        if max(triple) > MAX_BIGINT:
-            raise InvalidRequest(_("The plan's candidate list is malformed."))
-        out.append(triple)
+        instance, execution, version = (int(n or 0) for n in numbers)
+        out.append((instance, execution, version))
     if len(out) > MAX_BATCH:
         raise InvalidRequest(_("The plan's candidate list is too long."))
     return tuple(out)

@@ -14,7 +14,10 @@ Submitted input is parsed by the forms of :mod:`batchboard.console.forms`
 service is called. What each action will do is told in the wording of
 :mod:`batchboard.console.consequences`.
 
-Authorization is checked here (403 page) and again by the service. Errors
+Authorization is checked here (403 page) and again by the service. A
+dialog also needs the view permissions of the page whose records it
+describes: the stop dialog tells an execution's status and version, which a
+user who may not read that page must not learn through it. Errors
 an operator can cause (a stale plan, a conflict, a malformed form, a
 missing row, an unavailable database) render a message, never a traceback.
 """
@@ -37,6 +40,7 @@ from batchboard import actions, vocabulary
 from batchboard.actions import envelope, permissions
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
+from batchboard.explorer.views import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.models import JobExecution, JobInstance
 from batchboard.web import NotFound, action_view, wants_fragment
 
@@ -233,15 +237,15 @@ def _confirmed(
 # -- STOP and ABANDON -------------------------------------------------------------
 
 
-@require_http_methods(["GET", "POST"])
-@action_view(vocabulary.STOP)
+@require_http_methods(["GET", "HEAD", "POST"])
+@action_view(vocabulary.STOP, *VIEW_EXECUTION_PAGE)
 def stop(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Confirm, then request a cooperative stop of one execution."""
     return _confirmed(request, forms.StopForm, execution_id)
 
 
-@require_http_methods(["GET", "POST"])
-@action_view(vocabulary.ABANDON)
+@require_http_methods(["GET", "HEAD", "POST"])
+@action_view(vocabulary.ABANDON, *VIEW_EXECUTION_PAGE)
 def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Confirm, then mark one finished execution ABANDONED for good."""
     return _confirmed(request, forms.AbandonForm, execution_id)
@@ -250,8 +254,8 @@ def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
 # -- RECOVER ---------------------------------------------------------------------
 
 
-@require_http_methods(["GET"])
-@action_view(vocabulary.PROPOSE_RECOVERY)
+@require_http_methods(["GET", "HEAD"])
+@action_view(vocabulary.PROPOSE_RECOVERY, *VIEW_EXECUTION_PAGE)
 def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Show the recovery proposal of one execution, and its form if allowed."""
     _in_range(execution_id, "execution")
@@ -281,7 +285,7 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
 
 
 @require_http_methods(["POST"])
-@action_view(vocabulary.RECOVER)
+@action_view(vocabulary.RECOVER, *VIEW_EXECUTION_PAGE)
 def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Apply a reviewed recovery proposal; the server re-proposes first."""
     return _submit(
@@ -295,15 +299,15 @@ def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
 # -- holds -----------------------------------------------------------------------
 
 
-@require_http_methods(["GET", "POST"])
-@action_view(vocabulary.HOLD)
+@require_http_methods(["GET", "HEAD", "POST"])
+@action_view(vocabulary.HOLD, *VIEW_EXECUTIONS)
 def hold(request: HttpRequest, instance_id: int) -> HttpResponse:
     """Confirm, then place a hold on one job instance."""
     return _confirmed(request, forms.HoldForm, instance_id)
 
 
-@require_http_methods(["GET", "POST"])
-@action_view(vocabulary.RELEASE_HOLD)
+@require_http_methods(["GET", "HEAD", "POST"])
+@action_view(vocabulary.RELEASE_HOLD, *VIEW_EXECUTIONS)
 def release(request: HttpRequest, instance_id: int) -> HttpResponse:
     """Confirm, then release the hold on one job instance."""
     return _confirmed(request, forms.ReleaseForm, instance_id)
@@ -312,7 +316,7 @@ def release(request: HttpRequest, instance_id: int) -> HttpResponse:
 # -- purge -----------------------------------------------------------------------
 
 
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "HEAD"])
 @action_view(vocabulary.PLAN_PURGE)
 def purge_plan(request: HttpRequest) -> HttpResponse:
     """Show the purge form and, once a job is named, the plan it yields."""

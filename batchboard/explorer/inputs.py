@@ -28,6 +28,7 @@ from batchboard.vocabulary import (
     MIN_PAGE_SIZE,
     MIN_UNRESOLVED_AGE,
     STATUSES,
+    parse_whole_number,
 )
 from batchboard.web import BadInput
 
@@ -103,12 +104,14 @@ class WholeNumberField(SharedField):
     def to_python(self, value: Any) -> int | None:
         if value in self.empty_values:
             return None
-        try:
-            return int(str(value).strip())
-        except ValueError:
+        # ASCII digits only, as many as a bigint needs; the range is
+        # checked by ``validate``.
+        number = parse_whole_number(str(value).strip(), maximum=None)
+        if number is None:
             raise forms.ValidationError(
                 self.error_messages["invalid"], code="invalid", params=self._params()
-            ) from None
+            )
+        return number
 
     def validate(self, value: Any) -> None:
         super().validate(value)
@@ -289,13 +292,14 @@ class JumpForm(ExplorerForm):
         return kind
 
     def clean_id(self) -> int:
-        raw = str(self.cleaned_data["id"]).lstrip("#")
-        if not raw.isdigit() or not 0 < int(raw) <= MAX_BIGINT:
+        raw = str(self.cleaned_data["id"]).removeprefix("#")
+        ident = parse_whole_number(raw)
+        if ident is None or ident == 0:
             raise forms.ValidationError(
                 _("Type the numeric id of an execution, an instance or a step."),
                 code="invalid",
             )
-        return int(raw)
+        return ident
 
     @property
     def target(self) -> tuple[str, int]:

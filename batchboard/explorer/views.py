@@ -439,7 +439,8 @@ def _step_tail(
     return render(request, "batchboard/partials/step_tail.html", context)
 
 
-@reader(*VIEW_EXECUTIONS)
+# The summary is part of the execution page: the same permissions.
+@reader(*VIEW_EXECUTION_PAGE)
 def execution_live(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Return an execution's live summary (polled while it is unresolved)."""
     found = _execution_or_404(execution_id)
