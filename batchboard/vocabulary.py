@@ -61,6 +61,7 @@ __all__ = [
     "STOP",
     "STRIP_LENGTH",
     "UNRESOLVED",
+    "CONTROL_CHARACTERS",
     "WHOLE_NUMBER",
     "Reason",
     "parse_whole_number",
@@ -90,6 +91,11 @@ def parse_whole_number(text: str, maximum: int | None = MAX_BIGINT) -> int | Non
     value = int(text)
     return value if maximum is None or value <= maximum else None
 
+
+#: C0 and C1 control characters and DEL: no id, name, filter or continuation
+#: token batchboard reads from a request holds one (PostgreSQL refuses NUL
+#: in text outright), so a request carrying one is refused with a 400.
+CONTROL_CHARACTERS: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 #: Rows per explorer page: the request's ``size`` must lie in this range.
 MIN_PAGE_SIZE: Final = 1

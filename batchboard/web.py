@@ -20,7 +20,6 @@ from __future__ import annotations
 import abc
 import functools
 import logging
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlencode
@@ -39,7 +38,7 @@ from django_htmx.middleware import HtmxDetails
 
 from batchboard import cursors
 from batchboard.actions import permissions
-from batchboard.vocabulary import ACTION_CLASSES
+from batchboard.vocabulary import ACTION_CLASSES, CONTROL_CHARACTERS
 
 __all__ = [
     "BadInput",
@@ -74,19 +73,16 @@ def wants_fragment(request: HttpRequest) -> bool:
     return not htmx.history_restore_request
 
 
-#: C0 and C1 control characters and DEL: no id, name, filter or cursor holds
-#: one, and PostgreSQL refuses NUL in text outright.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def has_control_characters(request: HttpRequest, *values: object) -> bool:
     """Return whether the path, a query parameter or one of ``values`` holds one."""
-    if _CONTROL.search(request.path):
+    if CONTROL_CHARACTERS.search(request.path):
         return True
     for key, items in request.GET.lists():
-        if _CONTROL.search(key) or any(_CONTROL.search(item) for item in items):
+        if CONTROL_CHARACTERS.search(key) or any(
+            CONTROL_CHARACTERS.search(item) for item in items
+        ):
             return True
-    return any(_CONTROL.search(str(value)) for value in values)
+    return any(CONTROL_CHARACTERS.search(str(value)) for value in values)
 
 
 def _login_redirect(request: HttpRequest) -> HttpResponse:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django.contrib import admin
 from django.contrib.admin import helpers
-from django.contrib.admin.utils import flatten_fieldsets
+from django.contrib.admin.filters import FieldListFilter, SimpleListFilter
+from django.contrib.admin.utils import flatten_fieldsets, get_fields_from_path
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import Model, QuerySet
+from django.db.models import BigAutoField, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -32,7 +33,7 @@ from batchboard.admin.changelist import (
     KeysetInvalid,
     LookaheadPaginator,
 )
-from batchboard.vocabulary import MAX_BIGINT
+from batchboard.vocabulary import CONTROL_CHARACTERS, MAX_BIGINT, parse_whole_number
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -44,6 +45,7 @@ __all__ = [
     "hex_field",
     "utc_column",
 ]
+
 
 #: Shown for an empty value, as the admin shows one.
 EMPTY = "—"
@@ -149,6 +151,49 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     #: Page deep by keyset on the (integer) primary key.
     keyset = True
 
+    def filter_parameters(self, request: HttpRequest) -> frozenset[str]:
+        """
+        Return the query parameters the declared ``list_filter`` reads.
+
+        A filter's parameters come from the filter itself
+        (``expected_parameters``): ``status__exact`` and ``status__isnull``
+        for a field with choices, ``parameter_name`` for a simple filter.
+        """
+        names: set[str] = set()
+        for item in self.get_list_filter(request):
+            if isinstance(item, type) and issubclass(item, SimpleListFilter):
+                names.add(str(item.parameter_name))
+                continue
+            make: Callable[..., FieldListFilter]
+            if isinstance(item, (tuple, list)):
+                field_path, make = (
+                    str(item[0]),
+                    cast("Callable[..., FieldListFilter]", item[1]),
+                )
+            else:
+                field_path, make = str(item), FieldListFilter.create
+            field = get_fields_from_path(self.model, field_path)[-1]
+            spec = make(field, request, {}, self.model, self, field_path=field_path)
+            names.update(str(name) for name in spec.expected_parameters() or ())
+        return frozenset(names)
+
+    def lookup_allowed(
+        self, lookup: str, value: str, request: HttpRequest | None = None
+    ) -> bool:
+        """
+        Allow only the declared filters' parameters, with printable values.
+
+        Django allows any lookup on the model's own fields, so a staff user
+        could filter on parameter values, payloads and manifests
+        (``identifying_parameters__period__value__startswith=2``) and read
+        them by bisection, or run a catastrophic ``__regex`` on SQLite. Any
+        other parameter is refused, which the admin answers with a 400.
+        """
+        if request is None:
+            return False
+        allowed = self.filter_parameters(request)
+        return lookup in allowed and not CONTROL_CHARACTERS.search(str(value))
+
     def has_add_permission(
         self, request: HttpRequest, obj: Model | None = None
     ) -> bool:
@@ -176,6 +221,44 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if self.deferred:
             queryset = queryset.defer(*self.deferred)
         return queryset
+
+    def change_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        """
+        Return the rows a change page reads: the admin's own, each related
+        row joined with its payload columns deferred as well.
+
+        The page names its related rows (an execution's instance, a step's
+        execution); loading them lazily would read every column of theirs,
+        payloads included.
+        """
+        queryset = self.get_queryset(request)
+        for field in self.model._meta.concrete_fields:
+            if not field.is_relation or field.related_model is None:
+                continue
+            related_admin = self.admin_site._registry.get(field.related_model)
+            payloads = getattr(related_admin, "deferred", ())
+            queryset = queryset.select_related(field.name).defer(
+                *(
+                    f"{field.name}__{column}"
+                    for column in payloads
+                    if "__" not in column
+                )
+            )
+        return queryset
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
+        """
+        Return a change page's row through :meth:`change_queryset`; an id
+        that is not a plain bigint names no row.
+        """
+        if from_field is not None or not isinstance(self.model._meta.pk, BigAutoField):
+            return super().get_object(request, object_id, from_field)
+        ident = parse_whole_number(object_id)
+        if ident is None:
+            return None
+        return self.change_queryset(request).filter(pk=ident).first()
 
     def action_checkbox(self, obj: Model) -> SafeString:
         """

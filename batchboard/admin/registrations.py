@@ -26,6 +26,7 @@ cannot register; its edges are listed on each job definition's page.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
@@ -49,6 +50,8 @@ from batchboard.admin.readonly import (
     hex_field,
     utc_column,
 )
+from batchboard.digests import parameter_descriptors
+from batchboard.explorer.queries import ParameterKinds
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -183,17 +186,27 @@ class JobInstanceAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
 
     instance_key_hex = hex_field("instance_key", _("instance key"))
 
+    def change_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        """
+        Add the parameters' names and types, extracted in the database: the
+        envelope (with its values) is never loaded.
+        """
+        queryset: QuerySet[Any] = super().change_queryset(request)
+        annotated: QuerySet[Any] = queryset.annotate(
+            parameter_kinds=ParameterKinds("identifying_parameters")
+        )
+        return annotated
+
     @admin.display(description=_("identifying parameters"))
     def parameter_names(self, obj: models.JobInstance) -> str:
         """List parameter names and types; values are never shown here."""
-        parameters = obj.identifying_parameters
-        if not isinstance(parameters, dict) or not parameters:
+        raw = getattr(obj, "parameter_kinds", None)
+        if raw is None:
             return EMPTY
-        rows = []
-        for name in sorted(parameters, key=lambda key: str(key).encode()):
-            spec = parameters[name]
-            kind = spec.get("type") if isinstance(spec, dict) else None
-            rows.append((name, str(kind).upper() if kind else "?"))
+        document = {str(name): {"type": kind} for name, kind in json.loads(raw)}
+        rows = parameter_descriptors(document)
+        if not rows:
+            return EMPTY
         return format_html(
             "<ul>{}</ul>", format_html_join("", "<li>{} ({})</li>", rows)
         )
