@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from batchboard.site.database import SiteConfigurationError, databases_from_environment
+from batchboard.site.security import CONTENT_SECURITY_POLICY, builtin_csp
 
 
 def _base_dir() -> Path:
@@ -75,6 +76,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: runserver serves static files as WhiteNoise does.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
     "batchboard",
@@ -84,6 +87,16 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files are answered here, before sessions and the rest.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "batchboard.site.middleware.RequestLogMiddleware",
+    "batchboard.site.middleware.SecurityHeadersMiddleware",
+    *(
+        ["django.middleware.csp.ContentSecurityPolicyMiddleware"]
+        if builtin_csp()
+        else []
+    ),
+    "batchboard.site.middleware.ControlCharactersMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -93,6 +106,14 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "batchboard.site.middleware.DatabaseUnavailableMiddleware",
 ]
+
+# One policy (batchboard.site.security); Django 6 sends it itself.
+SECURE_CSP = CONTENT_SECURITY_POLICY
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+DEFAULT_EXCEPTION_REPORTER_FILTER = (
+    "batchboard.site.security.SiteExceptionReporterFilter"
+)
 
 ROOT_URLCONF = "batchboard.site.urls"
 WSGI_APPLICATION = "batchboard.site.wsgi.application"
@@ -132,6 +153,27 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", BASE_DIR / "staticfiles"))
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
+# With DEBUG off, WhiteNoise serves what collectstatic wrote: hashed names,
+# gzip and brotli variants, cached for a year. With DEBUG on, runserver
+# serves the sources as they are.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+WHITENOISE_MAX_AGE = 0 if DEBUG else 365 * 24 * 3600
+
+# One cache on the host's disk, shared by every worker process: sign-in
+# throttling counts failures there (batchboard.site.throttle).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": os.environ.get("CACHE_DIR", str(BASE_DIR / ".cache" / "django")),
+    }
+}
 
 # The site's own sign-in page: the admin's login admits staff only.
 LOGIN_URL = "login"
@@ -151,10 +193,40 @@ if not DEBUG:
     SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
     if _flag("SECURE_PROXY_SSL_HEADER", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Load balancers probe over plain HTTP.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 
+# One line per request on standard output (batchboard.request, JSON:
+# method, path, status, ms, user; never a query string or a value), and
+# warnings and errors of everything else on standard error.
+LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "line": {"format": "%(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "requests": {
+            "class": "logging.StreamHandler",
+            "formatter": "line",
+            "stream": "ext://sys.stdout",
+        },
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "batchboard.request": {
+            "handlers": ["requests"],
+            "level": LOG_LEVEL,
+            "propagate": False,
+        },
+        # Django's own request log repeats ours, with less care for values.
+        "django.request": {
+            "handlers": ["console"],
+            "level": "ERROR",
+            "propagate": False,
+        },
+    },
 }
