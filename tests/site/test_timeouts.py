@@ -74,10 +74,12 @@ def test_a_real_statement_timeout_is_the_503_page(reader: Client) -> None:
 
     def slow(*args: Any, **kwargs: Any) -> Any:
         connection = connections[conf.database_alias()]
-        with transaction.atomic(using=conf.database_alias()):
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL statement_timeout = '50ms'")
-                cursor.execute("SELECT pg_sleep(2)")
+        with (
+            transaction.atomic(using=conf.database_alias()),
+            connection.cursor() as cursor,
+        ):
+            cursor.execute("SET LOCAL statement_timeout = '50ms'")
+            cursor.execute("SELECT pg_sleep(2)")
         return real(*args, **kwargs)
 
     with mock.patch.object(queries, "job_names", slow):
