@@ -6,6 +6,10 @@
 #   make test   virtual environment, then the test suite (SQLite unless
 #               DATABASE_URL names a PostgreSQL database).
 #   make check  ruff (lint and format) and mypy --strict over batchboard/.
+#   make demo-reset          delete the demo database, so the next make demo
+#                            seeds it afresh.
+#   make serve-production    collectstatic, check --deploy, then gunicorn with
+#                            the caller's environment (docs/production.md).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -21,10 +25,16 @@ PYTEST_ARGS ?=
 DEMO_ENV := BATCHBOARD_DEMO=1 DJANGO_DEBUG=1 BATCHBOARD_SCHEMA=managed \
 	DATABASE_URL=sqlite:///$(CURDIR)/db.sqlite3 BATCHBOARD_DATABASE_URL=
 MANAGE := $(BIN)/python manage.py
-HAS_HISTORY := import sys; from batchboard.models import JobExecution; \
-	sys.exit(0 if JobExecution.objects.exists() else 1)
+DEMO_DB := $(CURDIR)/db.sqlite3
+# Written only once batchboard_seed has finished: a database without it
+# holds an interrupted seed, which the next make demo starts again.
+SEEDED := $(DEMO_DB).seeded
+# The demo serves DEBUG pages and logins whose passwords equal their names:
+# loopback only, unless ALLOW_REMOTE=1 says otherwise on purpose.
+LOOPBACK := 127.0.0.1 localhost ::1 [::1]
+ALLOW_REMOTE ?=
 
-.PHONY: demo test check venv serve
+.PHONY: demo demo-reset test check venv serve serve-production refuse-remote
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "batchboard needs Python 3.11 or newer: run make PYTHON=python3.12 (or another 3.11+ interpreter).")'
@@ -38,20 +48,36 @@ $(VENV)/.installed: $(BIN)/python requirements.txt pyproject.toml
 
 venv: $(VENV)/.installed
 
-demo: venv
+demo: refuse-remote venv
+	@if [ -f "$(DEMO_DB)" ] && [ ! -f "$(SEEDED)" ]; then \
+		echo "The demo database holds an unfinished seed; starting it again."; \
+		rm -f "$(DEMO_DB)" "$(DEMO_DB)-wal" "$(DEMO_DB)-shm"; \
+	fi
 	$(DEMO_ENV) $(MANAGE) migrate --no-input
-	@if $(DEMO_ENV) $(MANAGE) shell --verbosity 0 --command "$(HAS_HISTORY)"; then \
-		echo "Demo history already seeded; keeping it."; \
+	@if [ -f "$(SEEDED)" ]; then \
+		echo "Demo history already seeded; keeping it (make demo-reset starts again)."; \
 	else \
 		echo "Seeding demo history (seed $(SEED))..."; \
-		$(DEMO_ENV) $(MANAGE) batchboard_seed --seed $(SEED); \
+		$(DEMO_ENV) $(MANAGE) batchboard_seed --seed $(SEED) && touch "$(SEEDED)"; \
 	fi
 	$(DEMO_ENV) $(MANAGE) batchboard_demo_login --address http://$(HOST):$(PORT)/
 	@$(MAKE) --no-print-directory serve
 
+refuse-remote:
+	@case " $(LOOPBACK) " in *" $(HOST) "*) ;; *) \
+		if [ "$(ALLOW_REMOTE)" != 1 ]; then \
+			echo "make demo serves DEBUG pages and demo logins whose passwords are their names;"; \
+			echo "HOST=$(HOST) is not loopback. Use make serve-production, or ALLOW_REMOTE=1 to insist."; \
+			exit 2; \
+		fi;; \
+	esac
+
+demo-reset:
+	rm -f "$(DEMO_DB)" "$(DEMO_DB)-wal" "$(DEMO_DB)-shm" "$(SEEDED)"
+
 # The simulator keeps writing history while the server runs and stops with
 # it, whether the server is interrupted (Ctrl-C) or exits on its own.
-serve:
+serve: refuse-remote
 	@echo ""
 	@echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo (reads everything)"
 	@echo "  also viewer / viewer (reads), operator / operator (stops executions),"
@@ -61,6 +87,13 @@ serve:
 	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate & simulator=$$!; \
 		trap "kill $$simulator 2>/dev/null; wait $$simulator 2>/dev/null" EXIT INT TERM; \
 		$(MANAGE) runserver --noreload $(HOST):$(PORT)'
+
+# Production: the caller's environment configures the site (SECRET_KEY,
+# ALLOWED_HOSTS, DATABASE_URL, ...; see docs/production.md).
+serve-production: venv
+	$(MANAGE) collectstatic --no-input --verbosity 0
+	$(MANAGE) check --deploy --fail-level WARNING
+	$(BIN)/gunicorn -c gunicorn.conf.py
 
 test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -9,6 +9,15 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "batchboard.site.settings")
+    try:
+        import django  # noqa: F401
+    except ModuleNotFoundError:
+        sys.stderr.write(
+            "batchboard: Django is not installed for this Python; run 'make venv' "
+            "in the checkout, then use .venv/bin/python manage.py (or run "
+            "'make demo').\n"
+        )
+        sys.exit(2)
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
     from django.db import DatabaseError

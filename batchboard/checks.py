@@ -195,7 +195,13 @@ def schema_messages(alias: str) -> list[CheckMessage]:
         return [
             Error(
                 f"Cannot reach the metadata database {alias!r}: {reason}",
-                hint=f"{setting_hint_text} Is the server running and reachable?",
+                hint=f"{setting_hint_text} "
+                + (
+                    "Does the SQLite file's directory exist, and may this user "
+                    "write there?"
+                    if connections[alias].vendor == "sqlite"
+                    else "Is the server running and reachable?"
+                ),
                 id="batchboard.E010",
             )
         ]

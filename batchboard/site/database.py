@@ -159,12 +159,21 @@ def explain_database_error(exc: DatabaseError) -> str:
     later lines, and the text of other errors (a rejected value, say), may
     carry SQL or data.
     """
+    from django.db import connections
+
     from batchboard import conf
 
     failed = unreachable_alias()
     if failed is not None:
         alias, reason = failed
         setting = setting_for(alias)
+        if connections[alias].vendor == "sqlite":
+            # A file, not a server: no host or port to check.
+            return (
+                f"Cannot open the SQLite file named by {setting} "
+                f"({connections[alias].settings_dict['NAME']}: {reason}). Check "
+                "that its directory exists and that this user may write there."
+            )
         return (
             f"Cannot connect to the database named by {setting} ({reason}). "
             f"Check that the server is running and that {setting} gives the "

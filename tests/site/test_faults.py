@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from django.utils import translation
 
 from batchboard import conf, schema
 from batchboard.site.middleware import DatabaseUnavailableMiddleware, unavailable_page
-from tests.site.commands import manage
+from tests.site.commands import CHECKOUT, manage
 
 pytestmark = pytest.mark.slow
 
@@ -252,3 +254,48 @@ def test_managed_migrate_over_an_existing_schema_says_attach(tmp_path: Path) -> 
             "SELECT version FROM ob_schema_version"
         ).fetchone()
     assert version == 4
+
+
+def test_a_missing_sqlite_directory_speaks_of_files(tmp_path: Path) -> None:
+    """SQLite has no host or port: the sentence names the file and its folder."""
+    missing = tmp_path / "no-such-dir" / "d.sqlite3"
+    env = {"DJANGO_DEBUG": "1", "DATABASE_URL": f"sqlite:///{missing}"}
+    result = manage("showmigrations", env=env)
+    assert result.returncode == 1
+    sentence = _sentence(result.stderr)
+    assert "Cannot open the SQLite file named by DATABASE_URL" in sentence
+    assert str(missing) in sentence
+    assert "directory exists" in sentence
+    assert "host" not in sentence and "port" not in sentence
+
+
+@pytest.mark.django_db
+def test_the_unreachable_check_speaks_of_files_on_sqlite() -> None:
+    """E010's hint asks about a server only where there is one."""
+    from unittest import mock
+
+    from batchboard import checks
+
+    failure = OperationalError("unable to open database file")
+    with mock.patch.object(checks, "_schema_version", side_effect=failure):
+        (message,) = checks.schema_messages(conf.database_alias())
+    assert message.id == "batchboard.E010"
+    vendor = connections[conf.database_alias()].vendor
+    assert ("SQLite file's directory" in str(message.hint)) is (vendor == "sqlite")
+    assert ("server running" in str(message.hint)) is (vendor != "sqlite")
+
+
+def test_manage_without_django_says_how_to_make_the_venv(tmp_path: Path) -> None:
+    """A bare interpreter (no Django) gets one sentence, not a traceback."""
+    completed = subprocess.run(
+        [sys.executable, "-S", "-I", str(CHECKOUT / "manage.py"), "check"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    assert "Django is not installed for this Python; run 'make venv'" in (
+        completed.stderr
+    )
