@@ -455,6 +455,7 @@ class _Planner:
         self._unresolved = weighted_names(UNRESOLVED_WEIGHTS)
         self.planned = 0
         self.instance_index = 0
+        self.common_index = 0
 
     def _attempt_outcomes(self) -> list[tuple[str, int]]:
         """Return ``(final status, failing node index)`` per attempt."""
@@ -484,22 +485,28 @@ class _Planner:
             if len(outcomes) > remaining:
                 outcomes = [("COMPLETED", 3)]
             index = self.instance_index
-            every = self.unresolved_every
-            if every and index % every == every // 3:
-                # The last attempt is still running (or lost its owner); the
-                # step it runs is chosen when the attempt is planned.
-                status = self._unresolved[
-                    int(self.rng.random() * len(self._unresolved))
-                ]
-                outcomes[-1] = (status, -1)
-            definition = next(
+            rare = next(
                 (
                     rare
                     for rare, every, offset in self.rare
                     if index % every == every * offset // (len(self.rare) + 1)
                 ),
                 None,
-            ) or self.rng.choice(self._choices)
+            )
+            every = self.unresolved_every
+            if rare is None:
+                # Counted over the other jobs' instances only, so the rare
+                # jobs' slots never line up with these: their histories stay
+                # purgeable.
+                if every and self.common_index % every == every // 3:
+                    # The last attempt is still running (or lost its owner);
+                    # the step it runs is chosen when the attempt is planned.
+                    status = self._unresolved[
+                        int(self.rng.random() * len(self._unresolved))
+                    ]
+                    outcomes[-1] = (status, -1)
+                self.common_index += 1
+            definition = rare or self.rng.choice(self._choices)
             at_ms = self.start_ms + self.span_ms * self.planned // self.total
             self._instance(definition, outcomes, at_ms, batch)
             self.instance_index += 1

@@ -161,9 +161,8 @@ def test_bulk_load_leaves_unresolved_and_stale_executions() -> None:
         min(bulk.MIN_UNRESOLVED_SHARE, report.executions // 50),
     )
     assert unresolved.count() == pytest.approx(share, abs=1)
-    assert set(unresolved.values_list("status", flat=True)) == set(
-        vocabulary.UNRESOLVED
-    )
+    statuses = set(unresolved.values_list("status", flat=True))
+    assert {"STARTED", "UNKNOWN"} <= statuses <= set(vocabulary.UNRESOLVED)
     # Each is its instance's latest attempt, and unfinished.
     for row in unresolved:
         assert row.ended_at is None and row.exit_code == "UNKNOWN"
