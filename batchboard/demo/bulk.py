@@ -1,5 +1,5 @@
 """
-Bulk history for benchmarks: millions of finished executions, fast.
+Bulk history for benchmarks: millions of executions, fast.
 
 The seeder records demo history one repository operation at a time, which
 is faithful but far too slow for a benchmark-sized database. This loader
@@ -9,8 +9,14 @@ form, so no value is converted per row), ``executemany`` on SQLite. Nothing
 the schema enforces is disabled (checks, unique indexes and foreign keys all
 apply), and every row is one the repository could have written:
 
-* only finished executions (COMPLETED, FAILED, STOPPED, ABANDONED), with
-  the versions, timestamps and exit codes their transitions produce;
+* mostly finished executions (COMPLETED, FAILED, STOPPED, ABANDONED), with
+  the versions, timestamps and exit codes their transitions produce, and
+  one instance in :data:`UNRESOLVED_EVERY` executions whose last attempt is
+  unresolved (STARTED, STOPPING with its stop request, STARTING, UNKNOWN):
+  a share of them heartbeating a moment before ``now``, the rest stale for
+  days, so triage pages have real rows;
+* forty-two job names: five busy jobs, a long tail of quieter ones and two
+  rare ones (:data:`RARE_JOBS`) spread evenly over the load;
 * attempts numbered 1, 2, ... per instance, each restart pointing at the
   FAILED or STOPPED attempt before it, nothing after COMPLETED or ABANDONED;
 * flows of three steps joined by flow decisions: STEP_EXIT as steps finish,
@@ -48,8 +54,6 @@ from batchboard.models import JobDefinition
 from batchboard.repository import truncate_ms
 
 HISTORY_DAYS = 60
-#: Instances of the rare job over the whole load, spread evenly.
-RARE_INSTANCES = 300
 # The planner's clock counts milliseconds from PostgreSQL's epoch, so a
 # timestamp is written as the microseconds binary COPY sends for timestamptz.
 _PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
@@ -122,6 +126,56 @@ BULK_JOBS: tuple[JobSpec, ...] = (
         ("report-drift", 0),
     ),
 )
+
+
+def _quiet_job(name: str, weight: int, first: str, second: str) -> JobSpec:
+    """Return one of the many smaller jobs: a chunk step, a chunk, a tasklet."""
+    return _bulk_job(name, weight, (first, 500), (second, 250), ("notify", 0))
+
+
+#: The long tail of a real deployment: dozens of jobs that run far less often
+#: than the five above, so the overview and the job filter meet many names.
+QUIET_JOBS: tuple[JobSpec, ...] = tuple(
+    _quiet_job(name, weight, first, second)
+    for name, weight, first, second in (
+        ("customer-dedupe", 3, "load-customers", "merge-duplicates"),
+        ("email-bounce-sync", 3, "fetch-bounces", "flag-addresses"),
+        ("fx-rates-import", 3, "fetch-rates", "store-rates"),
+        ("invoice-pdf-render", 3, "select-invoices", "render-pdfs"),
+        ("ledger-close-daily", 3, "collect-entries", "post-balances"),
+        ("loyalty-points-accrual", 3, "read-purchases", "accrue-points"),
+        ("marketing-audience-build", 3, "select-contacts", "write-segments"),
+        ("payment-settlement-match", 3, "read-settlements", "match-payments"),
+        ("price-index-refresh", 3, "read-prices", "rebuild-index"),
+        ("refund-reconcile", 3, "read-refunds", "match-refunds"),
+        ("search-index-rebuild", 2, "read-catalog", "write-index"),
+        ("shipment-tracking-poll", 2, "select-shipments", "update-tracking"),
+        ("supplier-catalog-import", 2, "fetch-catalogs", "upsert-items"),
+        ("tax-rate-sync", 2, "fetch-rates", "store-rates"),
+        ("user-activity-digest", 2, "read-activity", "compose-digests"),
+        ("warehouse-slotting", 2, "read-stock", "assign-slots"),
+        ("ad-spend-import", 2, "fetch-spend", "store-spend"),
+        ("churn-score-update", 2, "read-features", "score-accounts"),
+        ("coupon-expiry-sweep", 2, "select-coupons", "expire-coupons"),
+        ("crm-contact-export", 2, "select-contacts", "export-contacts"),
+        ("data-quality-audit", 2, "sample-tables", "check-rules"),
+        ("fraud-rule-backtest", 2, "replay-orders", "evaluate-rules"),
+        ("gdpr-erasure-requests", 1, "read-requests", "erase-records"),
+        ("gift-card-ledger", 1, "read-cards", "post-ledger"),
+        ("image-thumbnail-backfill", 1, "select-images", "render-thumbnails"),
+        ("log-archive-compact", 1, "list-segments", "compact-segments"),
+        ("ml-feature-export", 1, "read-features", "write-parquet"),
+        ("newsletter-send", 1, "select-recipients", "send-batch"),
+        ("payroll-export", 1, "read-timesheets", "export-payroll"),
+        ("product-review-moderation", 1, "read-reviews", "classify-reviews"),
+        ("returns-restock", 1, "read-returns", "restock-items"),
+        ("sales-forecast-train", 1, "read-sales", "fit-models"),
+        ("sitemap-generate", 1, "read-pages", "write-sitemaps"),
+        ("vendor-invoice-ocr", 1, "read-scans", "extract-fields"),
+        ("currency-revaluation", 1, "read-balances", "revalue-accounts"),
+    )
+)
+
 #: The job a benchmark pages deeply: a few hundred instances spread evenly.
 RARE_JOB = _bulk_job(
     "annual-tax-archive",
@@ -130,6 +184,32 @@ RARE_JOB = _bulk_job(
     ("seal-archive", 0),
     ("ship-archive", 0),
 )
+#: A rarer one still: a few dozen instances over the whole load.
+RARER_JOB = _bulk_job(
+    "regulator-audit-seal",
+    0,
+    ("collect-evidence", 100),
+    ("seal-evidence", 0),
+    ("file-seal", 0),
+)
+#: Each rare job with the instances it gets over a whole load.
+RARE_JOBS: tuple[tuple[JobSpec, int], ...] = ((RARE_JOB, 300), (RARER_JOB, 30))
+
+#: One instance in this many executions is left unresolved (at least one in
+#: :data:`MIN_UNRESOLVED_SHARE` for small loads): 400 at 2,000,000.
+UNRESOLVED_EVERY = 5000
+MIN_UNRESOLVED_SHARE = 8
+#: The unresolved statuses a load leaves, weighted: most are running, some
+#: are being stopped, some starting, and a quarter lost their owner.
+UNRESOLVED_WEIGHTS = (
+    ("STARTED", 50),
+    ("STOPPING", 15),
+    ("STARTING", 10),
+    ("UNKNOWN", 25),
+)
+#: Share of running executions whose owner still heartbeats (updated within
+#: the last two minutes before ``now``); the others went stale long ago.
+FRESH_SHARE = 0.3
 
 
 @dataclass
@@ -276,8 +356,6 @@ _TABLES = (
         "executions",
         1,
         "upgrade_from_definition_id",
-        "stop_requested_at",
-        "stop_requested_by",
     ),
     _BulkTable.of(
         "ob_step_execution",
@@ -291,6 +369,16 @@ _TABLES = (
 )
 
 _FAILURE_NAMES = weighted_names(FAILURE_WEIGHTS)
+#: The version each unresolved status leaves an execution at: created v0,
+#: STARTED v1, then STOPPING or UNKNOWN v2.
+_UNRESOLVED = {"STARTING": 0, "STARTED": 1, "STOPPING": 2, "UNKNOWN": 2}
+#: The status a failing or running attempt leaves on the step it stopped at.
+_STEP_STATUS = {
+    "STOPPED": "STOPPED",
+    "STARTED": "STARTED",
+    "STOPPING": "STOPPING",
+    "UNKNOWN": "UNKNOWN",
+}
 
 
 class _Step:
@@ -330,19 +418,20 @@ class _Planner:
     def __init__(
         self,
         definitions: Sequence[_Definition],
-        rare: _Definition,
+        rare: Sequence[tuple[_Definition, int]],
         *,
         executions: int,
         start_ms: int,
         end_ms: int,
+        now_ms: int,
         ids: _Ids,
         rng: random.Random,
     ) -> None:
         self.definitions = definitions
-        self.rare = rare
         self.total = executions
         self.start_ms = start_ms
         self.span_ms = end_ms - start_ms
+        self.now_ms = now_ms
         self.ids = ids
         self.rng = rng
         weights = [definition.spec.weight for definition in definitions]
@@ -350,9 +439,23 @@ class _Planner:
             d for d, w in zip(definitions, weights, strict=True) for _ in range(w)
         ]
         estimated_instances = max(1, int(executions / 1.12))
-        self.rare_every = max(50, estimated_instances // RARE_INSTANCES)
+        # Each rare job takes one instance in every ``every``, at its own
+        # offset, so its instances are spread evenly over the whole load.
+        self.rare = [
+            (definition, max(50, estimated_instances // instances), offset)
+            for offset, (definition, instances) in enumerate(rare, start=1)
+        ]
+        unresolved = max(
+            executions // UNRESOLVED_EVERY,
+            min(MIN_UNRESOLVED_SHARE, executions // 50),
+        )
+        self.unresolved_every = (
+            max(1, estimated_instances // unresolved) if unresolved else 0
+        )
+        self._unresolved = weighted_names(UNRESOLVED_WEIGHTS)
         self.planned = 0
         self.instance_index = 0
+        self.common_index = 0
 
     def _attempt_outcomes(self) -> list[tuple[str, int]]:
         """Return ``(final status, failing node index)`` per attempt."""
@@ -381,8 +484,29 @@ class _Planner:
             remaining = min(budget - written, self.total - self.planned)
             if len(outcomes) > remaining:
                 outcomes = [("COMPLETED", 3)]
-            rare = self.instance_index % self.rare_every == self.rare_every // 2
-            definition = self.rare if rare else self.rng.choice(self._choices)
+            index = self.instance_index
+            rare = next(
+                (
+                    rare
+                    for rare, every, offset in self.rare
+                    if index % every == every * offset // (len(self.rare) + 1)
+                ),
+                None,
+            )
+            every = self.unresolved_every
+            if rare is None:
+                # Counted over the other jobs' instances only, so the rare
+                # jobs' slots never line up with these: their histories stay
+                # purgeable.
+                if every and self.common_index % every == every // 3:
+                    # The last attempt is still running (or lost its owner);
+                    # the step it runs is chosen when the attempt is planned.
+                    status = self._unresolved[
+                        int(self.rng.random() * len(self._unresolved))
+                    ]
+                    outcomes[-1] = (status, -1)
+                self.common_index += 1
+            definition = rare or self.rng.choice(self._choices)
             at_ms = self.start_ms + self.span_ms * self.planned // self.total
             self._instance(definition, outcomes, at_ms, batch)
             self.instance_index += 1
@@ -437,7 +561,14 @@ class _Planner:
             t = started
             sequence = 0
             failure: tuple[str, int] | None = None
-            for index, node in enumerate(nodes):
+            running = final in _UNRESOLVED
+            if running:
+                # The running step is the first one no earlier attempt
+                # completed, or a later one; a STARTING attempt has none.
+                failing = len(completed) + int(draw() * (len(nodes) - len(completed)))
+                if final == "STARTING":
+                    failing = -1
+            for index, node in enumerate(nodes if final != "STARTING" else ()):
                 if index in completed:
                     # A restart does not re-run a completed step: the flow
                     # records the reuse of the earlier decision.
@@ -465,7 +596,7 @@ class _Planner:
                     continue
                 step_status = "COMPLETED"
                 if index == failing:
-                    step_status = "STOPPED" if final == "STOPPED" else "FAILED"
+                    step_status = _STEP_STATUS.get(final, "FAILED")
                 ids.step += 1
                 step_id = ids.step
                 state = carried[index].copy() if index in carried else _Step()
@@ -508,6 +639,15 @@ class _Planner:
                     + (state.rollback - retries_before)
                     + (1 if step_status == "STOPPED" else 0)
                 )
+                ended_at: int | None = step_ended * 1000
+                step_exit = step_status
+                if running and index == failing:
+                    # Still running: no end, no exit code yet; STARTED v1 and
+                    # a version per commit and retry, plus the move to
+                    # STOPPING or UNKNOWN.
+                    version -= 2 if step_status == "STARTED" else 1
+                    ended_at = None
+                    step_exit = "UNKNOWN"
                 category = failure_id = None
                 if step_status == "FAILED":
                     category = _FAILURE_NAMES[int(draw() * len(_FAILURE_NAMES))]
@@ -519,7 +659,7 @@ class _Planner:
                         execution_id,
                         node.name,
                         step_status,
-                        step_status,
+                        step_exit,
                         state.read,
                         state.processed,
                         state.write,
@@ -532,7 +672,7 @@ class _Planner:
                         failure_id,
                         step_created * 1000,
                         step_started * 1000,
-                        step_ended * 1000,
+                        ended_at,
                         (step_ended + 1) * 1000,
                         version,
                         node.id,
@@ -548,6 +688,9 @@ class _Planner:
                     )
                 )
                 carried[index] = state
+                if ended_at is None:
+                    t = step_ended
+                    break
                 target, terminal = routes[node.id, step_status]
                 sequence += 1
                 ids.decision += 1
@@ -573,15 +716,30 @@ class _Planner:
                     break
                 if target is not None:
                     completed[index] = (ids.decision, step_id, target)
-            ended = t + 5 + int(draw() * 45)
+            finished_at = t + 5 + int(draw() * 45)
+            ended: int | None = finished_at
             # Abandoning keeps the exit code the FAILED attempt was given.
             exit_code = "FAILED" if final == "ABANDONED" else final
             # created v0, STARTED v1, (STOPPING), the finishing transition,
             # the exit-status enrichment, (ABANDONED by an operator).
             version = 4 if final in ("STOPPED", "ABANDONED") else 3
-            updated = ended + 1
+            updated = finished_at + 1
             if final == "ABANDONED":
-                updated = ended + 600_000 + int(draw() * 6_600_000)
+                updated += 600_000 + int(draw() * 6_600_000)
+            stop: tuple[int | None, str | None] = (None, None)
+            if running:
+                ended = None
+                exit_code = "UNKNOWN"
+                version = _UNRESOLVED[final]
+                if final == "STARTING":
+                    started = updated = created
+                elif draw() < FRESH_SHARE and final != "UNKNOWN":
+                    # The owner still heartbeats: updated a moment ago.
+                    updated = max(t, self.now_ms - int(draw() * 120_000))
+                else:
+                    updated = t + int(draw() * 1_800_000)
+                if final == "STOPPING":
+                    stop = (updated * 1000, "user:operator")
             batch.executions.append(
                 (
                     execution_id,
@@ -596,11 +754,12 @@ class _Planner:
                     failure[0] if failure else None,
                     failure[1] if failure else None,
                     created * 1000,
-                    started * 1000,
-                    ended * 1000,
+                    started * 1000 if final != "STARTING" else None,
+                    ended * 1000 if ended is not None else None,
                     updated * 1000,
                     version,
                     rng.randbytes(16),
+                    *stop,
                 )
             )
             previous_execution = execution_id
@@ -721,8 +880,9 @@ def bulk_load(
     progress: Callable[[BulkReport], None] | None = None,
 ) -> BulkReport:
     """
-    Append ``executions`` finished executions with their instances, steps
-    and flow decisions, spread over the 60 days before ``now``.
+    Append ``executions`` executions with their instances, steps and flow
+    decisions, spread over the 60 days before ``now``; a few are left
+    unresolved (see the module docstring).
 
     On PostgreSQL ``workers`` connections ``COPY`` batches in parallel, each
     in its own transaction; a batch holds whole instances, so if a load
@@ -745,8 +905,14 @@ def bulk_load(
     end = now - timedelta(hours=6)
     start = end - timedelta(days=HISTORY_DAYS)
     registered = start - timedelta(days=1)
-    definitions = _ensure_definitions(BULK_JOBS, alias, registered)
-    (rare,) = _ensure_definitions((RARE_JOB,), alias, registered)
+    definitions = _ensure_definitions((*BULK_JOBS, *QUIET_JOBS), alias, registered)
+    rare = list(
+        zip(
+            _ensure_definitions((spec for spec, _ in RARE_JOBS), alias, registered),
+            (instances for _, instances in RARE_JOBS),
+            strict=True,
+        )
+    )
     report = BulkReport()
     began = time.perf_counter()
 
@@ -757,6 +923,7 @@ def bulk_load(
             executions=executions,
             start_ms=digests.epoch_ms(start) - _PG_EPOCH_MS,
             end_ms=digests.epoch_ms(end) - _PG_EPOCH_MS,
+            now_ms=digests.epoch_ms(now) - _PG_EPOCH_MS,
             ids=ids,
             rng=random.Random(seed),
         )

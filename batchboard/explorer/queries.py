@@ -42,10 +42,9 @@ from django.db.models import (
     Sum,
     TextField,
     Value,
-    Window,
 )
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
 
 from batchboard import conf, cursors
@@ -165,13 +164,49 @@ def _descriptors(raw: str | None) -> list[tuple[str, str]]:
     return sorted(pairs, key=lambda pair: pair[0].encode("utf-8"))
 
 
+class Greatest(Func):
+    """
+    ``max()`` of a column as a plain function, so no GROUP BY is added.
+
+    Over a subquery it reads one index entry on both backends: PostgreSQL
+    turns it into an index scan with LIMIT 1, SQLite into its min/max
+    search (a ``SEARCH``, where ``ORDER BY id DESC LIMIT 1`` shows as a
+    ``SCAN`` that EXPLAIN cannot tell from a full one).
+    """
+
+    function = "MAX"
+    output_field = IntegerField()
+
+
 def _max_id(queryset: QuerySet[Any]) -> Coalesce:
     """Return ``coalesce(max(id), 0)`` of a queryset as a scalar subquery."""
     return Coalesce(
-        Subquery(queryset.order_by("-id").values("id")[:1]),
+        Subquery(queryset.order_by().annotate(bb_max=Greatest("id")).values("bb_max")),
         Value(0),
         output_field=IntegerField(),
     )
+
+
+class Unindexed(Func):
+    """
+    A column SQLite must not pick an index for (``+column``); as is elsewhere.
+
+    Where a list is driven from another index (a job's instances), an
+    equality on a second column would otherwise tempt SQLite, which has no
+    column statistics, to start from that column's index and sort.
+    """
+
+    template = "%(expressions)s"
+
+    def as_sqlite(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        **extra_context: Any,
+    ) -> Any:
+        return self.as_sql(
+            compiler, connection, template="+%(expressions)s", **extra_context
+        )
 
 
 # -- what each record shows ---------------------------------------------------------
@@ -323,6 +358,25 @@ def _latest_attempt(queryset: QuerySet[JobInstance]) -> QuerySet[Any]:
     )
 
 
+def _instance_first(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
+    """
+    Let a job's executions be read from its instances, newest first.
+
+    The status is compared unindexed (see :class:`Unindexed`), and the page
+    is sorted by the joined instance's id rather than the execution's copy
+    of it (:func:`_instance_order`): the same order, but one a nested loop
+    over the ``(job_name, id DESC)`` instance index and each instance's
+    ``(job_instance_id, attempt DESC)`` index yields without a sort.
+    """
+    return queryset.alias(bb_status=Unindexed("status", output_field=TextField()))
+
+
+def _instance_order() -> tuple[Any, ...]:
+    table = JobInstance._meta.db_table
+    joined = RawSQL(f'"{table}"."id"', (), output_field=IntegerField())
+    return (joined.desc(), F("attempt").desc())
+
+
 def _joined_instance_bound(
     queryset: QuerySet[JobExecution], position: Sequence[Any]
 ) -> QuerySet[Any]:
@@ -401,6 +455,8 @@ class Listing:
     scoped_ceiling: bool = False
     distinct: bool = False
     continued: Callable[[QuerySet[Any], Sequence[Any]], QuerySet[Any]] | None = None
+    prefilter: Callable[[QuerySet[Any]], QuerySet[Any]] = _unchanged
+    sort: Callable[[], tuple[Any, ...]] | None = None
 
     def after(self, position: Sequence[Any]) -> Q:
         """Return the rows strictly after ``position`` in this list's order."""
@@ -442,7 +498,7 @@ class Listing:
 
         def build(given_values: Sequence[Any]) -> QuerySet[Any]:
             given = iter(given_values)
-            queryset = self.model._default_manager.using(_using()).all()
+            queryset = self.prefilter(self.model._default_manager.using(_using()))
             if self.where is not None:
                 queryset = queryset.filter(self.where)
             scope: dict[str, Any] = {}
@@ -464,7 +520,8 @@ class Listing:
                 )
             else:
                 queryset = queryset.filter(id__lte=next(given))
-            rows = self.project(queryset).order_by(*self.order).values(*fields)
+            order = self.sort() if self.sort is not None else self.order
+            rows = self.project(queryset).order_by(*order).values(*fields)
             if self.distinct:
                 rows = rows.distinct()
             return rows[:page_size]
@@ -563,7 +620,7 @@ RECENT_EXECUTIONS = Listing(
 JOB_EXECUTIONS = Listing(
     "job_executions",
     JobExecution,
-    filters=(Filter("status"), Filter("job_instance__job_name")),
+    filters=(Filter("bb_status"), Filter("job_instance__job_name")),
     order=("-job_instance_id", "-attempt"),
     fields=EXECUTION_FIELDS,
     key=lambda row: cursors.Ordered(row["job_instance_id"], row["attempt"]),
@@ -571,6 +628,8 @@ JOB_EXECUTIONS = Listing(
     project=_execution_values,
     estimate=_execution_estimate,
     continued=_joined_instance_bound,
+    prefilter=_instance_first,
+    sort=_instance_order,
 )
 
 UNRESOLVED_EXECUTIONS = Listing(
@@ -964,6 +1023,17 @@ _STRIP_BRANCH = (
     "  WHERE x.job_instance_id = newest.id ORDER BY x.attempt DESC LIMIT %s"
     ") AS e ORDER BY e.job_instance_id DESC, e.attempt DESC LIMIT %s)"
 )
+# SQLite has no LATERAL, but the same walk comes from one branch per job: a
+# nested loop over the job's instances, newest first off the (job_name, id
+# DESC) index, and each instance's attempts off (job_instance_id, attempt
+# DESC), ordered by the instance's own id so that the loop yields the order
+# and LIMIT stops it after ``length`` rows (no window over the history).
+_SQLITE_STRIP_BRANCH = (
+    "SELECT * FROM (SELECT %s AS job_name, x.id, x.status, x.attempt, "
+    "x.job_instance_id, x.created_at FROM ob_job_instance i "
+    "JOIN ob_job_execution x ON x.job_instance_id = i.id WHERE i.job_name = %s "
+    "ORDER BY i.id DESC, x.attempt DESC LIMIT %s)"
+)
 # What the overview shows of a run: its chip and, for the latest, when it
 # was created (timestamps cost the most to read).
 _STRIP_COLUMNS = ("id", "status", "attempt", "job_instance_id", "created_at")
@@ -975,11 +1045,10 @@ def job_strips(
     """
     Return each job's latest executions (newest instance first, then attempt).
 
-    On PostgreSQL one statement of LATERAL branches walks the ``(job_name,
-    id DESC)`` instance index and each instance's ``(job_instance_id,
-    attempt DESC)`` index, so the cost is bounded by ``len(names) * length``
-    whatever the history. SQLite has no LATERAL; a window function over the
-    named jobs serves the small databases it is used for.
+    One statement of a branch per job walks the ``(job_name, id DESC)``
+    instance index and each instance's ``(job_instance_id, attempt DESC)``
+    index, so the cost is bounded by ``len(names) * length`` whatever the
+    history: LATERAL joins on PostgreSQL, a limited nested loop on SQLite.
     """
     strips: dict[str, list[Row]] = {name: [] for name in names}
     if not names:
@@ -995,23 +1064,13 @@ def job_strips(
         for strip in strips.values():
             strip.sort(key=lambda run: (-run["job_instance_id"], -run["attempt"]))
         return strips
-    ranked = (
-        JobExecution.objects.using(_using())
-        .filter(job_instance__job_name__in=list(names))
-        .annotate(
-            job_name=F("job_instance__job_name"),
-            bb_rank=Window(
-                RowNumber(),
-                partition_by=[F("job_instance__job_name")],
-                order_by=[F("job_instance_id").desc(), F("attempt").desc()],
-            ),
-        )
-        .filter(bb_rank__lte=length)
-        .order_by("job_name", "-job_instance_id", "-attempt")
-        .values("job_name", *_STRIP_COLUMNS)
-    )
-    for row in ranked:
-        strips[row.pop("job_name")].append(row)
+    params = []
+    for name in names:
+        params += [name, name, length]
+    with connections[_using()].cursor() as cursor:
+        cursor.execute(" UNION ALL ".join([_SQLITE_STRIP_BRANCH] * len(names)), params)
+        for job_name, *values in cursor.fetchall():
+            strips[job_name].append(dict(zip(_STRIP_COLUMNS, values, strict=True)))
     return strips
 
 

@@ -12,6 +12,7 @@ from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 from batchboard import conf, schema
+from batchboard.schema import embedded
 
 
 class CreateMetadataSchema(Operation):
@@ -126,3 +127,61 @@ class CreateMetadataSchema(Operation):
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         return (self.__class__.__qualname__, [], {"version": self.version})
+
+
+class CreateEmbeddedIndexes(Operation):
+    """
+    Add :mod:`batchboard.schema.embedded`'s indexes to a managed SQLite schema.
+
+    No statement runs on PostgreSQL, whose schema stays exactly
+    oxide-batch's, nor in attached mode, nor on a database the router keeps
+    the app off.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+    atomic = True
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        """Change no model state: indexes of unmanaged tables are not tracked."""
+
+    def _run(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        *,
+        drop: bool = False,
+    ) -> None:
+        connection = schema_editor.connection
+        if (
+            conf.is_attached()
+            or connection.vendor != "sqlite"
+            or not router.allow_migrate(connection.alias, app_label)
+        ):
+            return
+        for statement in embedded.sqlite_statements(drop=drop):
+            schema_editor.execute(statement, params=None)
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        self._run(app_label, schema_editor)
+
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        self._run(app_label, schema_editor, drop=True)
+
+    def describe(self) -> str:
+        return "Add batchboard's embedded-only indexes (managed SQLite only)"
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        return (self.__class__.__qualname__, [], {})

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connections
 
-from batchboard import conf, schema
+from batchboard import conf, schema, vocabulary
 from batchboard.demo import bulk
 from batchboard.demo.verify import check_history
 from batchboard.models import FlowDecision, JobExecution, JobInstance, StepExecution
@@ -30,7 +30,8 @@ def test_bulk_load_satisfies_every_invariant() -> None:
     assert 2.5 <= report.steps / report.executions <= 3.2
     assert check_history() == []
     statuses = set(JobExecution.objects.values_list("status", flat=True))
-    assert statuses == {"COMPLETED", "FAILED", "STOPPED", "ABANDONED"}
+    assert {"COMPLETED", "FAILED", "STOPPED", "ABANDONED"} <= statuses
+    assert statuses - set(vocabulary.FINISHED) <= set(vocabulary.UNRESOLVED)
     assert JobExecution.objects.filter(attempt__gt=1).exists()
     rare = JobInstance.objects.filter(job_name=bulk.RARE_JOB.name).count()
     assert 1 <= rare <= report.instances // 40
@@ -148,3 +149,50 @@ def test_bulk_timestamps_and_documents_read_back() -> None:
     }
     assert instance.identifying_parameters["run_id"]["value"] == instance.id
     assert first.context_payload == {}
+
+
+def test_bulk_load_leaves_unresolved_and_stale_executions() -> None:
+    report = bulk.bulk_load(6000, seed=11, now=NOW, batch_executions=1000)
+    assert check_history() == []
+    unresolved = JobExecution.objects.filter(status__in=vocabulary.UNRESOLVED)
+    # One in UNRESOLVED_EVERY executions, at least a few, across batches.
+    share = max(
+        report.executions // bulk.UNRESOLVED_EVERY,
+        min(bulk.MIN_UNRESOLVED_SHARE, report.executions // 50),
+    )
+    assert unresolved.count() == pytest.approx(share, abs=1)
+    statuses = set(unresolved.values_list("status", flat=True))
+    assert {"STARTED", "UNKNOWN"} <= statuses <= set(vocabulary.UNRESOLVED)
+    # Each is its instance's latest attempt, and unfinished.
+    for row in unresolved:
+        assert row.ended_at is None and row.exit_code == "UNKNOWN"
+        assert not JobExecution.objects.filter(
+            job_instance_id=row.job_instance_id, attempt__gt=row.attempt
+        ).exists()
+    stale = unresolved.filter(updated_at__lt=NOW - timedelta(days=1))
+    fresh = unresolved.filter(updated_at__gte=NOW - timedelta(minutes=3))
+    assert stale.count() > fresh.count() > 0
+    assert not fresh.filter(status="UNKNOWN").exists()
+    stopping = unresolved.filter(status="STOPPING")
+    assert not stopping.filter(stop_requested_at__isnull=True).exists()
+    assert not unresolved.filter(status="STARTING", started_at__isnull=False).exists()
+    running_steps = StepExecution.objects.filter(
+        job_execution__status="STARTED", status="STARTED", ended_at__isnull=True
+    )
+    assert running_steps.exists()
+
+
+def test_bulk_load_spreads_over_many_jobs_with_rare_ones() -> None:
+    bulk.bulk_load(4000, seed=13, now=NOW)
+    names = set(JobInstance.objects.values_list("job_name", flat=True))
+    assert len(names) >= 40
+    for spec, _ in bulk.RARE_JOBS:
+        rare = JobInstance.objects.filter(job_name=spec.name)
+        assert 1 <= rare.count() < JobInstance.objects.count() // 40
+    assert check_history() == []
+
+
+def test_small_loads_still_leave_an_unresolved_execution() -> None:
+    bulk.bulk_load(60, seed=17, now=NOW)
+    assert JobExecution.objects.filter(status__in=vocabulary.UNRESOLVED).exists()
+    assert check_history() == []
