@@ -68,7 +68,7 @@ document.addEventListener("keydown", (event) => {
     return;
   }
   const target = event.target;
-  if (target instanceof Element && target.closest("input, textarea, select, [contenteditable], dialog")) {
+  if (target instanceof Element && target.closest("input, textarea, select, [contenteditable], dialog[open]")) {
     return;
   }
   if (event.key === "/") {
@@ -94,6 +94,8 @@ document.addEventListener("keydown", (event) => {
     const dialog = document.getElementById("bb-shortcuts");
     if (dialog instanceof HTMLDialogElement && !dialog.open) {
       event.preventDefault();
+      // Closed, the dialog hands the keys back to the list, not to its button.
+      dialog.addEventListener("close", () => document.activeElement?.blur(), { once: true });
       dialog.showModal();
     }
   }
