@@ -47,6 +47,8 @@ __all__ = [
     "MIN_PAGE_SIZE",
     "MIN_UNRESOLVED_AGE",
     "OUTCOME_CLASSES",
+    "PARTITION_PREVIEW",
+    "PARTITION_WORKER_PREFIX",
     "PLAN_PURGE",
     "PROPOSE_RECOVERY",
     "READ",
@@ -113,6 +115,12 @@ STRIP_LENGTH: Final = 12
 ATTENTION_LIMIT: Final = 10
 #: Running executions counted per job on the overview before "1000+".
 RUNNING_LIMIT: Final = 1000
+#: Partitions listed under their parent step on the execution page; the
+#: step's own page lists them all, keyset-paged.
+PARTITION_PREVIEW: Final = 50
+#: How oxide-batch names the worker step of a partition (then a hex token);
+#: pages label such a step by its partition key instead.
+PARTITION_WORKER_PREFIX: Final = "__ob_partition_worker_"
 
 # -- statuses ------------------------------------------------------------------
 

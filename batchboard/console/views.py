@@ -88,10 +88,14 @@ def _result(
         assert error is not None
         context.update(error=error)
     response = _respond(request, "batchboard/actions/result.html", context)
-    if result is not None and result.outcome == actions.APPLIED:
-        # Lets the including page refresh what the action changed.
+    if result is not None:
+        # Every recorded outcome (an applied action, a rejection, a replay)
+        # may have changed the target and wrote an audit row: the including
+        # page refreshes what shows them, at once.
         trigger_client_event(
-            response, "batchboard:action-applied", {"action": result.action}
+            response,
+            "batchboard:changed",
+            {"action": result.action, "outcome": result.outcome},
         )
     return response
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, TypedDict
 from urllib.parse import quote, urlencode
@@ -36,7 +36,14 @@ from django.utils.text import get_text_list
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from batchboard.vocabulary import APPLIED, REJECTED, UNRESOLVED
+from batchboard.explorer.relations import SEGMENTS, Rollup
+from batchboard.vocabulary import (
+    ACTIVE,
+    APPLIED,
+    PARTITION_PREVIEW,
+    REJECTED,
+    UNRESOLVED,
+)
 
 Row = dict[str, Any]
 
@@ -127,6 +134,13 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "oldest_first": _("Oldest first (by id)"),
     "attempts_first": _("Executions, latest attempt first"),
     "progress": _("%(done)s/%(total)s partitions"),
+    "restarted": _("restarted as #%(id)s (%(status)s)"),
+    "partition_of": _("%(parent)s › %(key)s"),
+    "completed": _("completed"),
+    "failed": _("failed"),
+    "stopped": _("stopped or abandoned"),
+    "running": _("running"),
+    "waiting": _("waiting"),
     "created": _("Created"),
     "started": _("Started"),
     "ended": _("Ended"),
@@ -145,6 +159,14 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "process_skip_count": _("Process skips"),
     "write_skip_count": _("Write skips"),
 }
+#: The counters a step row shows (a parent's are its partitions' sums).
+_ROW_COUNTERS: Final = (
+    "read_count",
+    "write_count",
+    "filter_count",
+    "commit_count",
+    "rollback_count",
+)
 #: The times a run's summary lists, in order.
 _RUN_TIMES: Final = ("created", "started", "ended", "updated")
 #: A step's counters as its summary table lays them out, line by line.
@@ -331,6 +353,8 @@ class Bar:
     left: float
     width: float
     duration: SafeString
+    #: A parent step's partitions (their worker steps), drawn under it.
+    children: list[Bar] = field(default_factory=list)
 
 
 class Presenter:
@@ -362,9 +386,24 @@ class Presenter:
         row["duration"] = clock.duration(row["started_at"], row["ended_at"])
         return row
 
-    def execution(self, row: Row) -> Row:
-        """Add what the execution page's summary shows."""
+    def execution(self, row: Row, *, stale: bool = False) -> Row:
+        """
+        Add what the execution page shows of the execution itself.
+
+        The page ``polls`` while an owner may still move the execution
+        (STARTING, STARTED, STOPPING); it claims to be ``live`` only while it
+        is not ``stale`` (a recovery candidate by the database's clock). An
+        UNKNOWN execution waits for an operator: only a recovery moves it.
+        """
         self.run(row)
+        status = row["status"]
+        row["polls"] = status in ACTIVE
+        row["live"] = status in ACTIVE and not stale
+        row["stale"] = status in UNRESOLVED and not row["live"]
+        row["finished"] = status not in UNRESOLVED
+        row["updated_for"] = self.clock.span(
+            (self.now - row["updated_at"]).total_seconds()
+        )
         row["stop_requested"] = self.clock.moment(row["stop_requested_at"])
         row["live_url"] = link("batchboard:execution_live", row["id"])
         row["restart_url"] = link(
@@ -372,9 +411,40 @@ class Presenter:
         )
         return row
 
+    def attempt(self, row: Row | None) -> Row | None:
+        """Add a neighbouring attempt's link and tone (lineage)."""
+        if row is not None:
+            row["url"] = link("batchboard:execution", row["id"])
+            row["tone"] = look(row["status"]).tone
+        return row
+
+    def restarts(self, rows: Iterable[Row], following: Mapping[int, Row]) -> None:
+        """Say of each row that was restarted which attempt followed and how."""
+        text = self.texts["restarted"]
+        head, tail = url_pattern("batchboard:execution")
+        for row in rows:
+            after = following.get(int(row["id"]))
+            if after is None:
+                continue
+            row["restart"] = {
+                "url": SafeString(f"{head}{int(after['id'])}{tail}"),
+                "tone": look(after["status"]).tone,
+                "text": SafeString(
+                    text % {"id": int(after["id"]), "status": escape(after["status"])}
+                ),
+            }
+
     def step(self, row: Row) -> Row:
-        """Add what the step page's summary shows."""
+        """
+        Add what the step page's summary shows.
+
+        A step left unresolved by a finished execution is not running: not
+        live, and its span ends at its last update.
+        """
         self.run(row)
+        if row["live"] and row.get("execution_status", "STARTED") not in UNRESOLVED:
+            row["live"] = False
+            row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
         row["live_url"] = link("batchboard:step_live", row["id"])
         row["counters"] = [
             [(self.texts[name], group_digits(row[name])) for name in line]
@@ -384,7 +454,49 @@ class Presenter:
         row["percent_done"] = (
             int(round(100 * (row["partitions_done"] or 0) / total)) if total else 0
         )
+        row["label"] = row["step_name"]
         return row
+
+    def worker(self, row: Row, partition: Row | None) -> Row:
+        """Label a worker step by the partition it ran (key under its parent)."""
+        if partition is not None:
+            row["partition"] = partition
+            row["label"] = SafeString(
+                self.texts["partition_of"]
+                % {
+                    "parent": escape(partition["parent_name"]),
+                    "key": escape(partition["partition_key"]),
+                }
+            )
+            row["parent_url"] = link("batchboard:step", partition["step_execution_id"])
+        return row
+
+    def segments(self, rollup: Rollup | None) -> list[Row]:
+        """
+        Return a partition progress bar's segments: tone, extent and count.
+
+        Each segment is a share of the partitions (completed, failed,
+        stopped, running, waiting), placed left to right in percent.
+        """
+        if rollup is None or not rollup.total:
+            return []
+        parts, left = [], 0.0
+        for name, _statuses in SEGMENTS:
+            count = rollup.segments.get(name, 0)
+            if not count:
+                continue
+            width = 100.0 * count / rollup.total
+            parts.append(
+                {
+                    "name": name,
+                    "label": self.texts[name],
+                    "count": count,
+                    "x": round(left, 2),
+                    "width": round(width, 2),
+                }
+            )
+            left += width
+        return parts
 
     def executions(self, rows: list[Row], *, triage: bool = False) -> list[Row]:
         """Add the cells of execution rows (lists and the overview's panel)."""
@@ -392,6 +504,10 @@ class Presenter:
         page_head, page_tail = url_pattern("batchboard:execution")
         row_head, row_tail = url_pattern("batchboard:execution_row")
         instance_head, instance_tail = url_pattern("batchboard:instance")
+        # Triage rows carry action links: built from one reversed pattern
+        # each, never reversed per row.
+        stop_head, stop_tail = url_pattern("batchboard:action_stop")
+        recover_head, recover_tail = url_pattern("batchboard:recovery_proposal")
         if triage:
             row_tail = SafeString(row_tail + escape("?triage=1"))
         for row in rows:
@@ -403,10 +519,14 @@ class Presenter:
             )
             row["job_url"] = job(row["job_name"])
             row["live"] = status in UNRESOLVED
+            row["active"] = status in ACTIVE
             row["tone"] = look(status).tone
             row["created"] = clock.moment(row["created_at"])
             row["duration"] = clock.duration(row["started_at"], row["ended_at"])
             row["updated_age"] = clock.age(row["updated_at"])
+            if triage:
+                row["stop_url"] = SafeString(f"{stop_head}{pk}{stop_tail}")
+                row["recover_url"] = SafeString(f"{recover_head}{pk}{recover_tail}")
         return rows
 
     def failures(self, rows: list[Row]) -> list[Row]:
@@ -416,19 +536,31 @@ class Presenter:
             row["ended_age"] = self.clock.age(row["ended_at"])
         return rows
 
-    def steps(self, rows: list[Row]) -> list[Row]:
-        """Add the cells of step rows."""
+    def steps(self, rows: list[Row], execution: Row | None = None) -> list[Row]:
+        """
+        Add the cells of step rows.
+
+        A step still unresolved in a finished ``execution`` (say UNKNOWN
+        after its execution was recovered as FAILED) is not running: it is
+        not live and its span ends with the execution's.
+        """
         clock, progress = self.clock, self.texts["progress"]
         page_head, page_tail = url_pattern("batchboard:step")
         row_head, row_tail = url_pattern("batchboard:step_row")
+        ended = None
+        if execution is not None and execution["status"] not in UNRESOLVED:
+            ended = execution["ended_at"] or execution["updated_at"]
         for row in rows:
             pk, status = row["id"], row["status"]
             row["url"] = SafeString(f"{page_head}{pk}{page_tail}")
             row["row_url"] = SafeString(f"{row_head}{pk}{row_tail}")
-            row["live"] = status in UNRESOLVED
+            row["live"] = status in UNRESOLVED and ended is None
             row["tone"] = look(status).tone
             row["started"] = clock.moment(row["started_at"])
-            row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+            row["until"] = row["ended_at"] or ended
+            row["duration"] = clock.duration(row["started_at"], row["until"])
+            row["label"] = row["step_name"]
+            row["counts"] = {name: row[name] for name in _ROW_COUNTERS}
             total = row["partitions_total"]
             if total:
                 row["progress_label"] = SafeString(
@@ -436,6 +568,57 @@ class Presenter:
                     % {"done": int(row["partitions_done"]), "total": int(total)}
                 )
         return rows
+
+    def group(
+        self, rows: list[Row], partitions: list[Row], rollups: Mapping[int, Rollup]
+    ) -> list[Row]:
+        """
+        Group a page's worker steps under their parents; return the top rows.
+
+        A parent gets its partitions (the first ``PARTITION_PREVIEW``), its
+        progress segments and its partitions' summed counters in place of
+        its own; a worker step whose parent is on the page moves under it,
+        any other is labelled by its partition key.
+        """
+        by_worker: dict[int, Row] = {}
+        by_parent: dict[int, list[Row]] = {}
+        head, tail = url_pattern("batchboard:step")
+        for part in partitions:
+            worker = part["worker_step_execution_id"]
+            part["tone"] = look(part["status"]).tone
+            part["worker_url"] = (
+                SafeString(f"{head}{int(worker)}{tail}") if worker is not None else None
+            )
+            if worker is not None:
+                by_worker[int(worker)] = part
+            by_parent.setdefault(int(part["step_execution_id"]), []).append(part)
+        shown_parents = {int(row["id"]) for row in rows if int(row["id"]) in rollups}
+        top = []
+        for row in rows:
+            pk = int(row["id"])
+            rollup = rollups.get(pk)
+            if rollup is not None:
+                row["rollup"] = rollup
+                row["segments"] = self.segments(rollup)
+                row["counts"] = rollup.counters
+                listed = by_parent.get(pk, [])
+                row["partition_rows"] = listed[:PARTITION_PREVIEW]
+                row["more_partitions"] = max(0, rollup.total - PARTITION_PREVIEW)
+                row["workers"] = []
+            ran = by_worker.get(pk)
+            if ran is not None:
+                self.worker(row, ran)
+                parent = int(ran["step_execution_id"])
+                if parent in shown_parents:
+                    row["grouped_under"] = parent
+                    continue
+            top.append(row)
+        parents = {int(row["id"]): row for row in top if "workers" in row}
+        for row in rows:
+            parent_row = parents.get(row.get("grouped_under", 0))
+            if parent_row is not None:
+                parent_row["workers"].append(row)
+        return top
 
     def partitions(self, rows: list[Row]) -> list[Row]:
         """Add the cells of partition rows."""
@@ -606,29 +789,45 @@ class Presenter:
         """
         Place each step as a bar on the execution's time span (percentages).
 
-        Unfinished steps run to now; steps that never started are left out.
+        ``steps`` are the top rows of :meth:`group`: a parent's worker
+        steps are drawn as its children. Unfinished steps run to now (to
+        the execution's end once it finished); steps that never started
+        are left out.
         """
         now = self.now
         start = execution["started_at"] or execution["created_at"]
         end = execution["ended_at"] or now
-        for row in steps:
-            if row["started_at"] is not None:
-                start = min(start, row["started_at"])
-                end = max(end, row["ended_at"] or now)
+        every = [
+            row
+            for top in steps
+            for row in (top, *top.get("workers", ()))
+            if row["started_at"] is not None
+        ]
+        for row in every:
+            start = min(start, row["started_at"])
+            end = max(end, row.get("until") or row["ended_at"] or now)
         span = max((end - start).total_seconds(), 0.001)
+
+        def bar(row: Row) -> Bar:
+            finish = row.get("until") or row["ended_at"] or now
+            left = (row["started_at"] - start).total_seconds() / span * 100
+            width = (finish - row["started_at"]).total_seconds() / span * 100
+            return Bar(
+                step=row,
+                left=round(max(0.0, min(left, 100.0)), 2),
+                width=round(max(0.4, min(width, 100.0 - left)), 2),
+                duration=self.clock.duration(row["started_at"], finish),
+            )
+
         bars = []
         for row in steps:
             if row["started_at"] is None:
                 continue
-            finish = row["ended_at"] or now
-            left = (row["started_at"] - start).total_seconds() / span * 100
-            width = (finish - row["started_at"]).total_seconds() / span * 100
-            bars.append(
-                Bar(
-                    step=row,
-                    left=round(max(0.0, min(left, 100.0)), 2),
-                    width=round(max(0.4, min(width, 100.0 - left)), 2),
-                    duration=self.clock.duration(row["started_at"], row["ended_at"]),
-                )
-            )
+            placed = bar(row)
+            placed.children = [
+                bar(worker)
+                for worker in row.get("workers", ())
+                if worker["started_at"] is not None
+            ]
+            bars.append(placed)
         return bars

@@ -24,11 +24,21 @@ from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
-from batchboard import conf
-from batchboard.explorer import inputs, queries
+from batchboard import actions, conf
+from batchboard.actions import permissions
+from batchboard.explorer import inputs, queries, relations
 from batchboard.explorer.pagination import Page, Row
-from batchboard.explorer.presenters import Presenter, is_unresolved, link
-from batchboard.vocabulary import ATTENTION_LIMIT, MAX_BIGINT, STATUSES
+from batchboard.explorer.presenters import Presenter, link
+from batchboard.vocabulary import (
+    ACTIVE,
+    ATTENTION_LIMIT,
+    MAX_BIGINT,
+    PARTITION_WORKER_PREFIX,
+    RECOVER,
+    STATUSES,
+    STOP,
+    UNRESOLVED,
+)
 from batchboard.web import NotFound, first_page_url, reader, wants_fragment
 
 VIEW_EXECUTIONS = (
@@ -174,10 +184,12 @@ def _attention(present: Presenter) -> dict[str, Any]:
     stale_seconds = int(conf.get_config()["STALE_SECONDS"])
     stale = queries.unresolved(stale_seconds, ATTENTION_LIMIT)
     present.executions(stale.rows)
+    failures = present.failures(queries.recent_failures())
+    present.restarts(failures, relations.next_attempts(failures))
     return {
         "stale": stale,
         "stale_seconds": stale_seconds,
-        "failures": present.failures(queries.recent_failures()),
+        "failures": failures,
     }
 
 
@@ -244,8 +256,13 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
             values = queries.parameter_values(instance_id)
     page = queries.instance_executions(instance_id, form.page_size, form.token)
     present.executions(page.rows)
+    chain: list[Row] = []
+    if page.first and not wants_fragment(request):
+        # The attempts as a chain, first to latest (the page lists latest first).
+        chain = list(reversed(page.rows))
     context = {
         "instance": found,
+        "chain": chain,
         "parameter_values": values,
         "show_values": show_values,
         "caption": present.texts["attempts_first"],
@@ -261,6 +278,9 @@ def executions(request: HttpRequest) -> HttpResponse:
     page = queries.recent_executions(status, job_name, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
+    if status in ("FAILED", "STOPPED"):
+        # The failures list says which attempt followed each failure.
+        present.restarts(page.rows, relations.next_attempts(page.rows))
     context = {
         "status": status,
         "job_filter": job_name,
@@ -286,6 +306,7 @@ def unresolved(request: HttpRequest) -> HttpResponse:
         "caption": present.texts["oldest_first"],
         "unresolved_text": present.texts["unresolved"],
         "triage": True,
+        **_may(request),
     }
     return _list(request, form, page, present, UNRESOLVED_PAGE, context)
 
@@ -351,25 +372,95 @@ AUDIT_LISTS = (
 )
 
 
-def _tail_url(
-    execution_id: int, status: str, after_id: int, size: int, more: bool = False
-) -> str | None:
+def _stale(execution_id: int, status: str) -> bool:
     """
-    Return the URL that watches a running execution for new steps.
+    Return whether an unresolved execution waits for recovery, not its owner.
 
-    Only at the end of the list (no next page) and only while the execution
-    is unresolved: a finished execution gets no watcher, so polling stops.
+    UNKNOWN always does; an active one once the recovery proposal, measured
+    on the database server's clock, calls it a candidate.
     """
-    if not is_unresolved(status) or more:
-        return None
-    query = urlencode({"after": after_id, "size": size})
-    return f"{reverse('batchboard:execution', args=[execution_id])}?{query}"
+    if status not in UNRESOLVED:
+        return False
+    if status not in ACTIVE:
+        return True
+    try:
+        proposal = actions.propose(execution_id)
+    except actions.ActionError:
+        return False
+    return proposal.is_candidate
 
 
-def _last_step(rows: list[Row], page: Page) -> int:
-    if rows:
-        return int(rows[-1]["id"])
-    return int(page.position[0]) if page.position else 0
+def _may(request: HttpRequest) -> dict[str, bool]:
+    """Return which row actions the user may take (checked once per page)."""
+    return {
+        "may_stop": permissions.may(request.user, STOP),
+        "may_recover": permissions.may(request.user, RECOVER),
+    }
+
+
+def _step_rows(present: Presenter, found: Row, page: Page) -> list[Row]:
+    """
+    Return a page of an execution's steps, worker steps grouped under parents.
+
+    Two bounded reads beside the page: the parents' partition rollups, and
+    the partitions of the parents and of the workers on the page.
+    """
+    execution_id = int(found["id"])
+    rows = present.steps(page.rows, found)
+    parents = [int(row["id"]) for row in rows if row["partitions_total"]]
+    workers = [
+        int(row["id"])
+        for row in rows
+        if row["step_name"].startswith(PARTITION_WORKER_PREFIX)
+    ]
+    rollups = relations.partition_rollups(parents)
+    partitions = relations.partitions_of(execution_id, parents, workers)
+    return present.group(rows, partitions, rollups)
+
+
+def _live_region(
+    request: HttpRequest, found: Row, size: int, token: str | None
+) -> dict[str, Any]:
+    """
+    Return everything the execution page's live region shows, from one read.
+
+    Summary, lineage, actions, recovery, timeline, steps and the recorded
+    lists are rendered together each time, so no region can contradict
+    another; the region polls only while an owner may still move the
+    execution, and refreshes on ``batchboard:changed`` (an action's result).
+    """
+    execution_id = int(found["id"])
+    present = Presenter()
+    stale = _stale(execution_id, found["status"])
+    present.execution(found, stale=stale)
+    before, after = relations.attempts_around(
+        int(found["job_instance_id"]), int(found["attempt"])
+    )
+    found["previous_attempt"] = present.attempt(before)
+    found["next_attempt"] = present.attempt(after)
+    page = queries.steps(execution_id, size, token)
+    top = _step_rows(present, found, page)
+    preview = min(size, PREVIEW_ROWS)
+    sections = []
+    for audit in AUDIT_LISTS:
+        audit_page = audit.fetch(execution_id, preview, None)
+        audit.present(present, audit_page.rows)
+        sections.append((audit, audit_page, audit.url(execution_id)))
+    return _context(
+        request,
+        present,
+        execution=found,
+        page=page,
+        steps=top,
+        next_url=_next_url(request, page),
+        timeline=present.timeline(found, top),
+        audit=sections,
+        # The recovery form is offered only to an execution that qualifies.
+        recovery_url=(
+            link("batchboard:recovery_proposal", execution_id) if stale else None
+        ),
+        may_abandon=found["status"] in ("STOPPED", "FAILED") and after is None,
+    )
 
 
 @reader(*VIEW_EXECUTION_PAGE)
@@ -377,79 +468,41 @@ def execution(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Show an execution: summary, steps and timeline, decisions and requests."""
     form = inputs.read(inputs.ExecutionForm, request)
     size, token = form.page_size, form.token
-    if form.after_id is not None and wants_fragment(request):
-        return _step_tail(request, execution_id, form.after_id, size)
     found = _execution_or_404(execution_id)
-    page = queries.steps(execution_id, size, token)
-    present = Presenter()
-    present.execution(found)
-    present.steps(page.rows)
-    context = _context(
-        request,
-        present,
-        execution=found,
-        page=page,
-        next_url=_next_url(request, page),
-        tail_url=_tail_url(
-            execution_id,
-            found["status"],
-            _last_step(page.rows, page),
-            size,
-            page.has_more,
-        ),
-    )
+    if token and wants_fragment(request):
+        # "Load more" on the steps table needs only the next rows.
+        present = Presenter()
+        page = queries.steps(execution_id, size, token)
+        context = _context(
+            request,
+            present,
+            page=page,
+            steps=_step_rows(present, found, page),
+            next_url=_next_url(request, page),
+        )
+        return _rows(request, "batchboard/partials/step_rows.html", token, context)
+    context = _live_region(request, found, size, token)
     if wants_fragment(request):
-        if token:
-            # "Load more" on the steps table needs only the next rows.
-            return _rows(request, "batchboard/partials/step_rows.html", token, context)
-        return render(request, "batchboard/partials/execution_summary.html", context)
-    context["timeline"] = present.timeline(found, page.rows)
-    context["trail"] = present.trail(
+        return render(request, "batchboard/partials/execution_live.html", context)
+    context["trail"] = Presenter().trail(
         found["job_name"],
         ("instance", found["job_instance_id"]),
         ("execution", execution_id),
     )
-    preview = min(size, PREVIEW_ROWS)
-    sections = []
-    for audit in AUDIT_LISTS:
-        audit_page = audit.fetch(execution_id, preview, None)
-        audit.present(present, audit_page.rows)
-        sections.append((audit, audit_page, audit.url(execution_id)))
-    context["audit"] = sections
     return render(request, "batchboard/execution.html", context)
 
 
-def _step_tail(
-    request: HttpRequest, execution_id: int, after: int, size: int
-) -> HttpResponse:
-    """Return steps created since ``after`` and, while running, a new watcher."""
-    status = queries.execution_status(_known("execution", execution_id))
-    if status is None:
-        raise _missing("execution", execution_id)
-    present = Presenter()
-    rows = present.steps(queries.steps_after(execution_id, after, size))
-    context = _context(
-        request,
-        present,
-        rows=rows,
-        tail_url=_tail_url(
-            execution_id, status, rows[-1]["id"] if rows else after, size
-        ),
-    )
-    return render(request, "batchboard/partials/step_tail.html", context)
-
-
-# The summary is part of the execution page: the same permissions.
 @reader(*VIEW_EXECUTION_PAGE)
 def execution_live(request: HttpRequest, execution_id: int) -> HttpResponse:
-    """Return an execution's live summary (polled while it is unresolved)."""
+    """Return an execution's live region (polled while an owner may move it)."""
     found = _execution_or_404(execution_id)
-    return _polled(
-        request,
-        ("batchboard:execution", execution_id),
-        "batchboard/partials/execution_summary.html",
-        lambda present: {"execution": present.execution(found)},
-    )
+    if not wants_fragment(request):
+        return HttpResponseRedirect(
+            reverse("batchboard:execution", args=[execution_id])
+        )
+    form = inputs.read(inputs.ExecutionForm, request)
+    context = _live_region(request, found, form.page_size, None)
+    return render(request, "batchboard/partials/execution_live.html", context)
 
 
 @reader(*VIEW_EXECUTIONS)
@@ -464,6 +517,7 @@ def execution_row(request: HttpRequest, execution_id: int) -> HttpResponse:
         lambda present: {
             "rows": present.executions([found], triage=triage),
             "triage": triage,
+            **_may(request),
         },
     )
 
@@ -520,11 +574,22 @@ def _step_or_404(step_id: int) -> Row:
 
 
 def _step_values(present: Presenter, found: Row) -> dict[str, Any]:
-    """Return what a step's summary shows: the step and its partitions' totals."""
-    totals = None
+    """
+    Return what a step's summary shows: the step, its partitions' rollup,
+    and for a worker step the partition it ran.
+    """
+    step_id = int(found["id"])
+    present.step(found)
+    rollup = None
     if found["partitions_total"]:
-        totals = queries.partition_totals(found["id"])
-    return {"step": present.step(found), "totals": totals}
+        rollup = relations.partition_rollups([step_id]).get(step_id)
+    found["segments"] = present.segments(rollup)
+    if found["step_name"].startswith(PARTITION_WORKER_PREFIX):
+        present.worker(
+            found,
+            relations.worker_partition(int(found["job_execution_id"]), step_id),
+        )
+    return {"step": found, "totals": rollup.counters if rollup else None}
 
 
 @reader(*VIEW_PARTITIONS)

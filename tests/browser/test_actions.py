@@ -70,12 +70,12 @@ def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
     # What the viewer test looks for finds the operator's button.
     assert action_controls(page).all_inner_texts() == ["Stop…"]
     page.click(f"#bb-actions-{execution.pk} a:text('Stop…')")
-    dialog = page.locator(f"#bb-action-slot-{execution.pk} .bb-dialog")
+    dialog = page.locator(f"#bb-action-slot-{execution.pk}-STARTED .bb-dialog")
     dialog.wait_for()
     assert "LIFECYCLE" in dialog.text_content()
     assert f"#{execution.pk}" in dialog.locator("dd").first.inner_text()
     dialog.locator("button[type=submit]").click()
-    result = page.locator(f"#bb-action-slot-{execution.pk} .bb-result")
+    result = page.locator(f"#bb-action-slot-{execution.pk}-STARTED .bb-result")
     result.wait_for()
     assert "APPLIED" in result.inner_text()
     assert "Status unchanged: STARTED" in result.inner_text()

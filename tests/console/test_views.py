@@ -161,7 +161,7 @@ def test_stop_dialog_then_post_then_resubmit_replays(admin_user: User) -> None:
     first = client.post(url, form, headers=HTMX)
     assert first.status_code == 200
     assert "APPLIED" in first.content.decode()
-    assert "batchboard:action-applied" in first["HX-Trigger"]
+    assert "batchboard:changed" in first["HX-Trigger"]
     again = client.post(url, form, headers=HTMX)
     assert "REPLAYED" in again.content.decode()
     assert OperatorRequest.objects.count() == 1
@@ -225,27 +225,31 @@ def test_buttons_appear_only_for_their_class(
     held = {"id": 7, "hold_actor": "user:x"}
     template = "batchboard/actions/execution_buttons.html"
     viewer_html = _buttons(template, viewer_user, execution=running)
-    assert "Stop…" not in viewer_html and "Recovery proposal" in viewer_html
-    assert "Abandon…" not in _buttons(template, viewer_user, execution=failed)
+    assert "Stop…" not in viewer_html
+    latest = {"may_abandon": True}
+    assert "Abandon…" not in _buttons(template, viewer_user, execution=failed, **latest)
     assert "Stop…" in _buttons(template, operator_user, execution=running)
-    assert "Abandon…" not in _buttons(template, operator_user, execution=failed)
-    assert "Abandon…" in _buttons(template, admin_user, execution=failed)
+    assert "Abandon…" not in _buttons(
+        template, operator_user, execution=failed, **latest
+    )
+    assert "Abandon…" in _buttons(template, admin_user, execution=failed, **latest)
+    # A failed attempt that was restarted already is left alone.
+    assert "Abandon…" not in _buttons(template, admin_user, execution=failed)
     assert "Stop…" not in _buttons(template, admin_user, execution=failed)
+    # A stop requested already is not offered again.
+    requested = {**running, "stop_requested": {"iso": "x"}}
+    assert "Stop…" not in _buttons(template, admin_user, execution=requested)
     # UNKNOWN is left through the recovery proposal, whose directive may
     # abandon; a bare ABANDON could only be rejected.
     unknown = {"id": 8, "status": "UNKNOWN"}
-    unknown_html = _buttons(template, admin_user, execution=unknown)
-    assert "Abandon…" not in unknown_html and "Recovery proposal" in unknown_html
+    unknown_html = _buttons(template, admin_user, execution=unknown, **latest)
+    assert "Abandon…" not in unknown_html and "Stop…" not in unknown_html
     instance_template = "batchboard/actions/instance_buttons.html"
     assert (
         "hold" not in _buttons(instance_template, operator_user, instance=held).lower()
     )
     admin_html = _buttons(instance_template, admin_user, instance=held)
     assert "Replace hold…" in admin_html and "Release hold…" in admin_html
-    row_template = "batchboard/actions/row_buttons.html"
-    assert "Recover…" not in _buttons(row_template, operator_user, execution=running)
-    assert "Recover…" in _buttons(row_template, admin_user, execution=running)
-    assert "Stop…" not in _buttons(row_template, viewer_user, execution=running)
 
 
 def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -> None:

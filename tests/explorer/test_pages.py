@@ -104,28 +104,36 @@ def test_running_execution_polls_and_finished_does_not(
     running = reader.get(
         reverse("batchboard:execution", args=[history.restart.pk])
     ).content.decode()
-    assert "hx-trigger=\"every 3s [document.visibilityState === 'visible']\"" in running
+    # One region polls for the whole page; rows do not poll on their own.
+    assert running.count('hx-trigger="every') == 1
+    assert (
+        "hx-trigger=\"every 3s [document.visibilityState === 'visible'], "
+        'batchboard:changed from:body"'
+    ) in running
     assert reverse("batchboard:execution_live", args=[history.restart.pk]) in running
-    assert reverse("batchboard:step_row", args=[history.running_step.pk]) in running
+    assert reverse("batchboard:step_row", args=[history.running_step.pk]) not in running
     finished = reader.get(
         reverse("batchboard:execution", args=[history.failed.pk])
     ).content.decode()
     assert 'hx-trigger="every' not in finished
+    # A finished page still follows an action's result.
+    assert 'hx-trigger="batchboard:changed from:body"' in finished
 
 
 def test_live_endpoints_render_fragments_and_redirect_plain_requests(
     reader: Client, history: History
 ) -> None:
-    for name, pk in (
-        ("execution_live", history.restart.pk),
-        ("execution_row", history.restart.pk),
-        ("step_live", history.partitioned.pk),
-        ("step_row", history.running_step.pk),
+    for name, pk, polls in (
+        ("execution_live", history.restart.pk, True),
+        ("execution_row", history.restart.pk, True),
+        ("step_live", history.partitioned.pk, True),
+        ("step_row", history.running_step.pk, False),
     ):
         url = reverse(f"batchboard:{name}", args=[pk])
         fragment = reader.get(url, **HTMX)
         assert fragment.status_code == 200
-        assert "every 3s" in fragment.content.decode()
+        assert "<html" not in fragment.content.decode()
+        assert ("every 3s" in fragment.content.decode()) is polls
         assert reader.get(url).status_code == 302
 
 
@@ -172,35 +180,22 @@ def test_signed_in_without_read_class_is_refused(db: None, history: History) -> 
     assert "Permission needed" in response.content.decode()
 
 
-def test_running_execution_watches_for_new_steps(
+def test_live_region_lists_steps_created_after_the_page_opened(
     reader: Client, history: History
 ) -> None:
     from tests import factories
 
-    url = reverse("batchboard:execution", args=[history.restart.pk])
-    body = reader.get(url).content.decode()
-    last = history.partitioned.pk
-    assert f"{url}?after={last}&amp;size=50" in body
-    assert "Watching for new steps" in body
-    quiet = reader.get(f"{url}?after={last}&size=50", **HTMX).content.decode()
-    assert "bb-step-" not in quiet and "Watching for new steps" in quiet
+    url = reverse("batchboard:execution_live", args=[history.restart.pk])
+    before = reader.get(url, **HTMX).content.decode()
     new = factories.step(history.restart, "reconcile", "STARTING")
-    tail = reader.get(f"{url}?after={last}&size=50", **HTMX).content.decode()
-    assert f'id="bb-step-{new.pk}"' in tail
-    assert f"after={new.pk}" in tail
+    assert f'id="bb-step-{new.pk}"' not in before
+    after = reader.get(url, **HTMX).content.decode()
+    assert f'id="bb-step-{new.pk}"' in after and "No steps yet." not in after
     factories.advance_step(new, "FAILED")
     factories.advance(history.restart, "FAILED")
-    done = reader.get(f"{url}?after={new.pk}&size=50", **HTMX).content.decode()
-    assert "Watching" not in done and "hx-trigger" not in done
-
-
-def test_finished_execution_has_no_step_watcher(
-    reader: Client, history: History
-) -> None:
-    body = reader.get(
-        reverse("batchboard:execution", args=[history.failed.pk])
-    ).content.decode()
-    assert "Watching for new steps" not in body
+    done = reader.get(url, **HTMX).content.decode()
+    assert 'hx-trigger="every' not in done
+    assert "live, refreshing" not in done
 
 
 def test_step_watcher_rejects_a_bad_position(reader: Client, history: History) -> None:

@@ -9,3 +9,94 @@ document.addEventListener("htmx:beforeRequest", (event) => {
     event.preventDefault();
   }
 });
+
+// A live region (the execution page's) is re-rendered whole on each refresh;
+// the <details> a reader opened inside it stay open.
+let openDetails = [];
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const target = event.detail.target;
+  if (target instanceof Element && target.classList.contains("bb-region")) {
+    openDetails = Array.from(target.querySelectorAll("details[open][id]"), (el) => el.id);
+  }
+});
+document.addEventListener("htmx:afterSwap", () => {
+  for (const id of openDetails) {
+    const details = document.getElementById(id);
+    if (details instanceof HTMLDetailsElement) {
+      details.open = true;
+    }
+  }
+  openDetails = [];
+});
+
+// Keyboard: "/" focuses the id box, "j"/"k" move through a list's rows,
+// Enter opens the chosen row, "?" shows the shortcuts dialog.
+let currentRow = "";
+
+function listRows() {
+  return Array.from(document.querySelectorAll("#bb-rows > tr[id]")).filter(
+    (row) => !row.classList.contains("bb-partitions-row") && row.querySelector("a[href]"),
+  );
+}
+
+function choose(step) {
+  const rows = listRows();
+  if (!rows.length) {
+    return;
+  }
+  const at = rows.findIndex((row) => row.id === currentRow);
+  const next = at < 0 ? (step > 0 ? 0 : rows.length - 1) : Math.min(Math.max(at + step, 0), rows.length - 1);
+  for (const row of document.querySelectorAll("tr.bb-current")) {
+    row.classList.remove("bb-current");
+  }
+  const row = rows[next];
+  row.classList.add("bb-current");
+  row.scrollIntoView({ block: "nearest" });
+  currentRow = row.id;
+}
+
+document.addEventListener("htmx:afterSwap", () => {
+  // Polled rows are replaced: mark the chosen one again.
+  const row = currentRow && document.getElementById(currentRow);
+  if (row) {
+    row.classList.add("bb-current");
+  }
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) {
+    return;
+  }
+  const target = event.target;
+  if (target instanceof Element && target.closest("input, textarea, select, [contenteditable], dialog[open]")) {
+    return;
+  }
+  if (event.key === "/") {
+    const box = document.getElementById("bb-jump-id");
+    if (box) {
+      event.preventDefault();
+      box.focus();
+      box.select();
+    }
+  } else if (event.key === "j" || event.key === "k") {
+    event.preventDefault();
+    choose(event.key === "j" ? 1 : -1);
+  } else if (event.key === "Enter" && currentRow) {
+    if (target instanceof Element && target.closest("a, button")) {
+      return;
+    }
+    const link = document.getElementById(currentRow)?.querySelector("a[href]");
+    if (link) {
+      event.preventDefault();
+      window.location.assign(link.href);
+    }
+  } else if (event.key === "?") {
+    const dialog = document.getElementById("bb-shortcuts");
+    if (dialog instanceof HTMLDialogElement && !dialog.open) {
+      event.preventDefault();
+      // Closed, the dialog hands the keys back to the list, not to its button.
+      dialog.addEventListener("close", () => document.activeElement?.blur(), { once: true });
+      dialog.showModal();
+    }
+  }
+});

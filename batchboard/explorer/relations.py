@@ -1,0 +1,174 @@
+"""
+Reads that relate the rows a page already holds: attempts and partitions.
+
+Each function is one bounded statement over the schema's indexes, keyed by
+ids the page has just read, so a page's statement count stays constant:
+
+- an execution's neighbouring attempts come off the unique
+  ``(job_instance_id, attempt)`` index, never a scan of
+  ``restart_of_execution_id`` (which has no index);
+- a parent step's partitions come off ``(step_execution_id, id)``, at most
+  1024 per parent (spec: partition ordinals stop at 1024);
+- a worker step's partition is looked up among the partitions of its own
+  execution's steps, since ``worker_step_execution_id`` has no index.
+
+Like :mod:`.queries`, every read names its columns and never a payload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import Coalesce
+
+from batchboard import conf
+from batchboard.explorer.pagination import Row
+from batchboard.models import JobExecution, StepPartition
+
+#: The counters a parent step rolls up from its partitions.
+ROLLED_UP = (
+    "read_count",
+    "processed_count",
+    "write_count",
+    "filter_count",
+    "commit_count",
+    "rollback_count",
+)
+
+#: Partition statuses grouped into a progress bar's segments, in drawing
+#: order: what finished well, what failed, what stopped, what runs, what waits.
+SEGMENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("completed", ("COMPLETED",)),
+    ("failed", ("FAILED", "UNKNOWN")),
+    ("stopped", ("STOPPED", "ABANDONED")),
+    ("running", ("STARTED", "STOPPING")),
+    ("waiting", ("STARTING",)),
+)
+
+_PARTITION_COLUMNS = (
+    "id",
+    "step_execution_id",
+    "worker_step_execution_id",
+    "partition_key",
+    "partition_ordinal",
+    "status",
+    "read_count",
+    "write_count",
+    "filter_count",
+    "commit_count",
+    "parent_name",
+)
+_ATTEMPT_COLUMNS = ("id", "job_instance_id", "attempt", "status")
+
+
+def _using() -> str:
+    return conf.database_alias()
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """A parent step's partitions: how many in each segment, and summed counters."""
+
+    total: int
+    segments: dict[str, int]
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def attempts_around(instance_id: int, attempt: int) -> tuple[Row | None, Row | None]:
+    """Return the attempts just before and just after ``attempt`` of an instance."""
+    rows = (
+        JobExecution.objects.using(_using())
+        .filter(job_instance_id=instance_id, attempt__in=[attempt - 1, attempt + 1])
+        .order_by("attempt")
+        .values(*_ATTEMPT_COLUMNS)
+    )
+    found = {row["attempt"]: row for row in rows}
+    return found.get(attempt - 1), found.get(attempt + 1)
+
+
+def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
+    """
+    Map each execution of ``rows`` to the attempt that followed it, if any.
+
+    The attempt after a FAILED or STOPPED one is its restart (spec 2.2).
+    One statement of exact ``(job_instance_id, attempt)`` lookups.
+    """
+    wanted = {(int(row["job_instance_id"]), int(row["attempt"])): row for row in rows}
+    if not wanted:
+        return {}
+    condition = Q()
+    for instance_id, attempt in wanted:
+        condition |= Q(job_instance_id=instance_id, attempt=attempt + 1)
+    following = (
+        JobExecution.objects.using(_using())
+        .filter(condition)
+        .order_by()
+        .values(*_ATTEMPT_COLUMNS)
+    )
+    found: dict[int, Row] = {}
+    for row in following:
+        before = wanted.get((row["job_instance_id"], row["attempt"] - 1))
+        if before is not None:
+            found[int(before["id"])] = row
+    return found
+
+
+def partition_rollups(parent_ids: Sequence[int]) -> dict[int, Rollup]:
+    """Return each parent step's partition counts by segment and summed counters."""
+    if not parent_ids:
+        return {}
+    segments = {
+        name: Count("id", filter=Q(status__in=statuses)) for name, statuses in SEGMENTS
+    }
+    sums = {name: Coalesce(Sum(name), 0) for name in ROLLED_UP}
+    rows: list[Any] = list(
+        StepPartition.objects.using(_using())
+        .filter(step_execution_id__in=list(parent_ids))
+        .order_by()
+        .values("step_execution_id")
+        .annotate(bb_total=Count("id"), **segments, **sums)
+    )
+    return {
+        int(row["step_execution_id"]): Rollup(
+            total=int(row["bb_total"]),
+            segments={name: int(row[name]) for name, _statuses in SEGMENTS},
+            counters={name: int(row[name]) for name in ROLLED_UP},
+        )
+        for row in rows
+    }
+
+
+def partitions_of(
+    execution_id: int, parent_ids: Sequence[int], worker_ids: Sequence[int]
+) -> list[Row]:
+    """
+    Return the partitions of ``parent_ids``, and those run by ``worker_ids``.
+
+    Both sets belong to one execution; the workers' partitions are found
+    among that execution's steps' partitions. Ordered by parent, ordinal.
+    """
+    if not parent_ids and not worker_ids:
+        return []
+    condition = Q(step_execution_id__in=list(parent_ids))
+    if worker_ids:
+        condition |= Q(
+            step_execution__job_execution_id=execution_id,
+            worker_step_execution_id__in=list(worker_ids),
+        )
+    rows = (
+        StepPartition.objects.using(_using())
+        .filter(condition)
+        .annotate(parent_name=F("step_execution__step_name"))
+        .order_by("step_execution_id", "partition_ordinal")
+        .values(*_PARTITION_COLUMNS)
+    )
+    return list(rows)
+
+
+def worker_partition(execution_id: int, step_id: int) -> Row | None:
+    """Return the partition a worker step ran (its key and parent), or ``None``."""
+    rows: list[Any] = partitions_of(execution_id, (), (step_id,))
+    return rows[0] if rows else None

@@ -1,0 +1,403 @@
+"""
+The operator's view: a coherent execution page, partitions, lineage, lists.
+
+Each test names the defect it keeps away: a page that contradicts itself, a
+worker step shown by its generated name, a parent without its partitions'
+counters, a failure that does not say it was restarted.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+from unittest import mock
+
+import django.urls
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from batchboard.digests import JobParameter
+from batchboard.explorer import presenters, relations
+from batchboard.models import JobExecution, StepExecution
+from batchboard.vocabulary import PARTITION_WORKER_PREFIX
+from tests import factories
+from tests.explorer.conftest import READ_MODELS
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+WORKER_HEX = "ab" * 32
+
+
+def _admin() -> Client:
+    """Return a client signed in with Read, Lifecycle and Destructive."""
+    client = Client()
+    views = [f"view_{model}" for model in READ_MODELS]
+    account = factories.user(
+        "administrator", *views, "operate_lifecycle", "operate_destructive"
+    )
+    client.force_login(account)
+    return client
+
+
+def _other(n: int) -> dict[str, Any]:
+    """Return identifying parameters that make another instance."""
+    return {"n": JobParameter.u64(n)}
+
+
+def _get(client: Client, url: str, **headers: str) -> str:
+    response = client.get(url, **headers)
+    assert response.status_code == 200, url
+    return response.content.decode()
+
+
+def partitioned_run(status: str = "STARTED") -> dict[str, Any]:
+    """An execution with a parent step, six partitions (one FAILED) and workers."""
+    factories.definition("fan")
+    instance = factories.instance("fan")
+    execution = factories.execution(instance, status)
+    parent = factories.step(execution, "split", "STARTED")
+    workers = []
+    for ordinal in range(1, 7):
+        state = "FAILED" if ordinal == 6 else "COMPLETED"
+        worker = factories.step(
+            execution,
+            f"{PARTITION_WORKER_PREFIX}{ordinal:02d}{WORKER_HEX}",
+            state,
+            counts={"read_count": 1000 + ordinal, "write_count": 1000 + ordinal},
+        )
+        factories.partition(
+            parent,
+            f"region-{ordinal}",
+            ordinal,
+            state,
+            worker=worker,
+            counts={"read_count": 1000 + ordinal, "write_count": 1000 + ordinal},
+        )
+        workers.append(worker)
+    return {"execution": execution, "parent": parent, "workers": workers}
+
+
+# -- partitions ---------------------------------------------------------------------
+
+
+def test_execution_page_shows_partition_keys_never_worker_names(
+    reader: Client,
+) -> None:
+    run = partitioned_run()
+    body = _get(reader, reverse("batchboard:execution", args=[run["execution"].pk]))
+    assert PARTITION_WORKER_PREFIX not in body
+    # Grouped under the parent, collapsed, labelled by key, linked to the worker.
+    group = body[body.index(f'id="bb-partitions-{run["parent"].pk}"') :]
+    assert group.startswith(f'id="bb-partitions-{run["parent"].pk}" class=')
+    assert re.search(
+        r"<details id=\"bb-partitions-\d+\" class=\"bb-partitions\">", body
+    )
+    for ordinal, worker in enumerate(run["workers"], start=1):
+        assert f"region-{ordinal}" in group
+        assert reverse("batchboard:step", args=[worker.pk]) in group
+        # Worker steps are not rows of their own beside the parent.
+        assert f'id="bb-step-{worker.pk}"' not in body
+    assert "6 partitions of split" in body
+
+
+def test_parent_step_rolls_up_its_partitions(reader: Client) -> None:
+    run = partitioned_run()
+    body = _get(reader, reverse("batchboard:execution", args=[run["execution"].pk]))
+    row = body[body.index(f'id="bb-step-{run["parent"].pk}"') :]
+    row = row[: row.index("</tr>")]
+    total = sum(1000 + ordinal for ordinal in range(1, 7))
+    assert f"{total:,}".replace(",", "\u2009") in row
+    # Segments: five completed, one failed; never one full bar.
+    assert (
+        'class="bb-segment bb-segment--completed" x="0.00" y="0" width="83.33"' in row
+    )
+    assert 'class="bb-segment bb-segment--failed" x="83.33" y="0" width="16.67"' in row
+    assert "5 completed" in body and "1 failed" in body
+
+
+def test_timeline_groups_partitions_under_their_parent(reader: Client) -> None:
+    run = partitioned_run()
+    body = _get(reader, reverse("batchboard:execution", args=[run["execution"].pk]))
+    timeline = body[body.index('id="bb-timeline"') : body.index('id="bb-steps"')]
+    assert f'id="bb-timeline-partitions-{run["parent"].pk}"' in timeline
+    assert "6 partitions" in timeline and "region-3" in timeline
+    assert PARTITION_WORKER_PREFIX not in timeline
+
+
+def test_worker_step_page_is_labelled_by_its_partition(reader: Client) -> None:
+    run = partitioned_run()
+    worker = run["workers"][1]
+    body = _get(reader, reverse("batchboard:step", args=[worker.pk]))
+    assert PARTITION_WORKER_PREFIX not in body
+    assert "region-2" in body
+    assert reverse("batchboard:step", args=[run["parent"].pk]) in body
+
+
+def test_parent_step_page_draws_segments(reader: Client) -> None:
+    run = partitioned_run()
+    body = _get(reader, reverse("batchboard:step", args=[run["parent"].pk]))
+    assert "bb-segment--failed" in body and "<progress" not in body
+    assert "partitions read 6\u2009021" in body
+
+
+def test_relations_read_partitions_of_one_execution_only(db: None) -> None:
+    run = partitioned_run()
+    other = partitioned_run()
+    rollups = relations.partition_rollups([run["parent"].pk])
+    assert rollups[run["parent"].pk].total == 6
+    assert rollups[run["parent"].pk].segments["failed"] == 1
+    assert rollups[run["parent"].pk].counters["write_count"] == 6021
+    found = relations.worker_partition(run["execution"].pk, run["workers"][0].pk)
+    assert found is not None and found["partition_key"] == "region-1"
+    assert (
+        relations.worker_partition(run["execution"].pk, other["workers"][0].pk) is None
+    )
+    assert relations.partitions_of(run["execution"].pk, [], []) == []
+    assert relations.partition_rollups([]) == {}
+
+
+def test_execution_page_statements_do_not_grow_with_partitions(
+    reader: Client,
+) -> None:
+    small = partitioned_run()
+    large = partitioned_run()
+    for ordinal in range(7, 40):
+        factories.partition(large["parent"], f"extra-{ordinal}", ordinal, "STARTING")
+    counts = []
+    for run in (small, large):
+        url = reverse("batchboard:execution", args=[run["execution"].pk])
+        with CaptureQueriesContext(connection) as captured:
+            _get(reader, url)
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1]
+
+
+# -- a coherent, honest live page ------------------------------------------------------
+
+
+def test_failed_recovered_execution_shows_no_running_step(reader: Client) -> None:
+    factories.definition("batch")
+    execution = factories.execution(factories.instance("batch"), "STARTED")
+    step = factories.step(execution, "load", "STARTED")
+    StepExecution.objects.filter(pk=step.pk).update(status="UNKNOWN")
+    factories.advance(
+        execution, "FAILED", failure_category="STALE_RECOVERED", failure_id=9
+    )
+    body = _get(reader, reverse("batchboard:execution", args=[execution.pk]))
+    row = body[body.index(f'id="bb-step-{step.pk}"') :]
+    row = row[: row.index("</tr>")]
+    assert "UNKNOWN" in row
+    assert "<progress" not in row and "bb-live" not in row
+    assert 'hx-trigger="every' not in body
+    step_page = _get(reader, reverse("batchboard:step", args=[step.pk]))
+    assert "so far" not in step_page and "live, refreshing" not in step_page
+
+
+def test_stale_unknown_execution_does_not_claim_to_be_live(reader: Client) -> None:
+    factories.definition("batch")
+    long_ago = factories.ago(days=59)
+    execution = factories.execution(
+        factories.instance("batch"), "STARTED", created_at=long_ago, updated_at=long_ago
+    )
+    JobExecution.objects.filter(pk=execution.pk).update(status="UNKNOWN")
+    body = _get(reader, reverse("batchboard:execution", args=[execution.pk]))
+    assert "live, refreshing" not in body
+    assert 'hx-trigger="every' not in body
+    assert "only a recovery resolves it" in body
+    # UNKNOWN always qualifies for a recovery proposal.
+    assert reverse("batchboard:recovery_proposal", args=[execution.pk]) in body
+
+
+def test_recovery_proposal_only_for_executions_that_qualify(reader: Client) -> None:
+    factories.definition("batch")
+    healthy = factories.execution(factories.instance("batch"), "STARTED")
+    body = _get(reader, reverse("batchboard:execution", args=[healthy.pk]))
+    assert "live, refreshing" in body
+    assert reverse("batchboard:recovery_proposal", args=[healthy.pk]) not in body
+    idle = factories.ago(hours=2)
+    stale = factories.execution(
+        factories.instance("batch"), "STARTED", created_at=idle, updated_at=idle
+    )
+    body = _get(reader, reverse("batchboard:execution", args=[stale.pk]))
+    assert reverse("batchboard:recovery_proposal", args=[stale.pk]) in body
+    assert "stale, a recovery candidate" in body and "live, refreshing" not in body
+    # Still polled: its owner may yet move it.
+    assert 'hx-trigger="every' in body
+
+
+def test_actions_offered_only_where_they_change_something(db: None) -> None:
+    client = _admin()
+    factories.definition("batch")
+    instance = factories.instance("batch")
+    failed = factories.execution(instance, "FAILED")
+    latest = _get(client, reverse("batchboard:execution", args=[failed.pk]))
+    assert "Abandon…" in latest and "Stop…" not in latest
+    restart = factories.execution(instance, "COMPLETED", restart_of=failed)
+    restarted = _get(client, reverse("batchboard:execution", args=[failed.pk]))
+    assert "Abandon…" not in restarted and "Stop…" not in restarted
+    completed = _get(client, reverse("batchboard:execution", args=[restart.pk]))
+    assert "Abandon…" not in completed and "Stop…" not in completed
+    running = factories.execution(factories.instance("batch", _other(2)), "STARTED")
+    page = _get(client, reverse("batchboard:execution", args=[running.pk]))
+    assert "Stop…" in page
+    factories.advance(
+        running,
+        "STARTED",
+        stop_requested_at=factories.now(),
+        stop_requested_by="user:x",
+    )
+    page = _get(client, reverse("batchboard:execution", args=[running.pk]))
+    assert "Stop…" not in page and "requested" in page
+
+
+# -- lineage ------------------------------------------------------------------------------
+
+
+def test_attempts_link_before_and_after(reader: Client) -> None:
+    factories.definition("batch")
+    instance = factories.instance("batch")
+    first = factories.execution(instance, "FAILED")
+    second = factories.execution(instance, "COMPLETED", restart_of=first)
+    failed_page = _get(reader, reverse("batchboard:execution", args=[first.pk]))
+    assert re.search(
+        rf'restarted as <a href="{reverse("batchboard:execution", args=[second.pk])}"'
+        r' rel="next">#\d+</a> <span class="bb-status bb-status--good">COMPLETED',
+        failed_page,
+    )
+    restart_page = _get(reader, reverse("batchboard:execution", args=[second.pk]))
+    assert f'href="{reverse("batchboard:execution", args=[first.pk])}" rel="prev"' in (
+        restart_page
+    )
+    assert "latest attempt" in restart_page
+    instance_page = _get(reader, reverse("batchboard:instance", args=[instance.pk]))
+    chain = instance_page[instance_page.index('class="bb-chain"') :]
+    assert chain.index(f"#{first.pk}") < chain.index(f"#{second.pk}")
+
+
+def test_failures_say_which_attempt_restarted_them(reader: Client) -> None:
+    factories.definition("batch")
+    instance = factories.instance("batch")
+    first = factories.execution(instance, "FAILED")
+    second = factories.execution(instance, "COMPLETED", restart_of=first)
+    lonely = factories.execution(factories.instance("batch", _other(2)), "FAILED")
+    expected = f"restarted as #{second.pk} (COMPLETED)"
+    failures = _get(reader, reverse("batchboard:executions") + "?status=FAILED")
+    assert expected in failures
+    overview = _get(reader, reverse("batchboard:index"))
+    attention = overview[overview.index('id="bb-attention"') :]
+    assert expected in attention
+    following = relations.next_attempts(
+        [
+            {"id": first.pk, "job_instance_id": instance.pk, "attempt": 1},
+            {"id": lonely.pk, "job_instance_id": lonely.job_instance_id, "attempt": 1},
+        ]
+    )
+    assert list(following) == [first.pk]
+    assert relations.next_attempts([]) == {}
+
+
+# -- lists ----------------------------------------------------------------------------
+
+
+def test_executions_list_rows_are_plain_and_one_line(reader: Client) -> None:
+    factories.definition("a-very-long-job-name-that-would-wrap-the-row")
+    instance = factories.instance("a-very-long-job-name-that-would-wrap-the-row")
+    running = factories.execution(instance, "STARTED")
+    failed = factories.execution(
+        factories.instance("a-very-long-job-name-that-would-wrap-the-row", _other(1)),
+        "FAILED",
+        failure=("USER_COMPONENT", 4242),
+    )
+    body = _get(reader, reverse("batchboard:executions"))
+    table = body[body.index('<table class="bb-table bb-table--lines">') :]
+    running_row = table[table.index(f'id="bb-execution-{running.pk}"') :]
+    running_row = running_row[: running_row.index("</tr>")]
+    assert "<code>UNKNOWN</code>" not in running_row and "running" in running_row
+    failed_row = table[table.index(f'id="bb-execution-{failed.pk}"') :]
+    failed_row = failed_row[: failed_row.index("</tr>")]
+    assert "#4242" not in failed_row and "failure 4242" in failed_row
+    assert (
+        'class="bb-cut"' in failed_row and 'title="a-very-long-job-name' in failed_row
+    )
+
+
+def test_unresolved_triage_links_reverse_no_url_per_row(db: None) -> None:
+    client = _admin()
+    factories.definition("batch")
+    idle = factories.ago(hours=2)
+
+    def stuck(count: int, offset: int) -> None:
+        for n in range(count):
+            factories.execution(
+                factories.instance("batch", _other(offset + n)),
+                "STARTED",
+                created_at=idle,
+                updated_at=idle,
+            )
+
+    url = reverse("batchboard:unresolved") + "?age=60"
+    calls = []
+    for count, offset in ((2, 0), (8, 100)):
+        stuck(count, offset)
+        presenters._pattern.cache_clear()
+        with (
+            mock.patch.object(
+                django.urls,
+                "reverse",
+                wraps=django.urls.reverse,
+            ) as in_templates,
+            mock.patch.object(
+                presenters, "reverse", wraps=presenters.reverse
+            ) as in_code,
+        ):
+            body = _get(client, url)
+        calls.append(in_templates.call_count + in_code.call_count)
+        names = [call.args[0] for call in in_code.call_args_list]
+        names += [call.args[0] for call in in_templates.call_args_list]
+        # Each action's link is reversed once per page, whatever its rows.
+        assert names.count("batchboard:action_stop") == 1
+        assert names.count("batchboard:recovery_proposal") == 1
+        assert body.count("Stop…") == body.count("Recover…") > 0
+    # Eight rows cost no more reversing than two (fixed parts are cached).
+    assert calls[1] <= calls[0]
+
+
+def test_shortcuts_dialog_is_on_every_page(reader: Client) -> None:
+    body = _get(reader, reverse("batchboard:index"))
+    assert '<dialog id="bb-shortcuts"' in body and "<script>" not in body
+
+
+def test_timeline_of_a_long_finished_run_ends_with_it(db: None) -> None:
+    factories.definition("batch")
+    execution = factories.execution(factories.instance("batch"), "FAILED")
+    step = factories.step(execution, "load", "STARTED")
+    present = presenters.Presenter(now=factories.now() + timedelta(days=10))
+    found: dict[str, Any] = {
+        "status": "FAILED",
+        "started_at": execution.started_at,
+        "created_at": execution.created_at,
+        "ended_at": execution.ended_at,
+        "updated_at": execution.updated_at,
+    }
+    rows = present.steps(
+        [
+            {
+                **{f: getattr(step, f) for f in ("id", "status", "step_name")},
+                "started_at": step.started_at,
+                "ended_at": None,
+                "partitions_total": 0,
+                "partitions_done": 0,
+                **dict.fromkeys(presenters._ROW_COUNTERS, 0),
+            }
+        ],
+        found,
+    )
+    assert rows[0]["live"] is False
+    assert "d" not in str(rows[0]["duration"])
+    bars = present.timeline(found, rows)
+    assert bars[0].width <= 100.0
