@@ -25,9 +25,14 @@ from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
 from batchboard import conf
-from batchboard.explorer import inputs, queries
+from batchboard.explorer import inputs, queries, trends
 from batchboard.explorer.pagination import Page, Row
-from batchboard.explorer.presenters import Presenter, is_unresolved, link
+from batchboard.explorer.presenters import (
+    SHOWN_PARAMETERS,
+    Presenter,
+    is_unresolved,
+    link,
+)
 from batchboard.vocabulary import ATTENTION_LIMIT, MAX_BIGINT, STATUSES
 from batchboard.web import NotFound, first_page_url, reader, wants_fragment
 
@@ -213,15 +218,35 @@ def attention(request: HttpRequest) -> HttpResponse:
 
 @reader(*VIEW_EXECUTIONS)
 def job(request: HttpRequest, job_name: str) -> HttpResponse:
-    """Show a job's instances, newest first."""
+    """Show a job's trend and steps grid, and its instances, newest first."""
     form = inputs.read(inputs.ListForm, request)
     page = queries.instances(job_name, form.page_size, form.token)
     if not page.rows and page.first and not queries.job_exists(job_name):
         raise NotFound(_("job named “%(name)s”") % {"name": job_name})
     present = Presenter()
     present.instances(page.rows)
-    context = {"job_name": job_name, "trail": present.trail(job_name)}
+    show_values = request.user.has_perm(PARAMETER_VALUES)
+    if show_values:
+        _with_values(page.rows)
+    context: dict[str, Any] = {"job_name": job_name, "show_values": show_values}
+    if not wants_fragment(request):
+        context["trail"] = present.trail(job_name)
+        context["executions_url"] = (
+            f"{reverse('batchboard:executions')}?{urlencode({'job': job_name})}"
+        )
+        context.update(trends.job_history(job_name, present.clock))
     return _list(request, form, page, present, JOB, context)
+
+
+def _with_values(rows: list[Row]) -> None:
+    """Give a job's instance rows their parameter values (one statement)."""
+    values = queries.parameter_values_of([row["id"] for row in rows])
+    for row in rows:
+        shown = values.get(row["id"], {})
+        row["parameter_values"] = [
+            (name, kind, shown.get(name, ""))
+            for name, kind in row["parameters"][:SHOWN_PARAMETERS]
+        ]
 
 
 @reader(*VIEW_EXECUTIONS)
