@@ -64,4 +64,5 @@ urlpatterns = [
     ),
     path("unresolved/", views.unresolved, name="unresolved"),
     path("jump/", views.jump, name="jump"),
+    path("audit/", views.audit, name="audit"),
 ]

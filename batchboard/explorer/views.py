@@ -25,6 +25,7 @@ from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
 from batchboard import conf
+from batchboard.explorer import audit as audit_log
 from batchboard.explorer import inputs, queries, trends
 from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import (
@@ -33,7 +34,12 @@ from batchboard.explorer.presenters import (
     is_unresolved,
     link,
 )
-from batchboard.vocabulary import ATTENTION_LIMIT, MAX_BIGINT, STATUSES
+from batchboard.vocabulary import (
+    ATTENTION_LIMIT,
+    MAX_BIGINT,
+    OUTCOME_CLASSES,
+    STATUSES,
+)
 from batchboard.web import NotFound, first_page_url, reader, wants_fragment
 
 VIEW_EXECUTIONS = (
@@ -625,3 +631,38 @@ def jump(request: HttpRequest) -> HttpResponse:
     """Open an execution, instance or step by id (the header's jump box)."""
     kind, pk = inputs.read(inputs.JumpForm, request).target
     return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[pk]))
+
+
+# -- the audit log --------------------------------------------------------------------
+
+VIEW_AUDIT = (
+    *VIEW_EXECUTIONS,
+    "batchboard.view_operatorrequest",
+    "batchboard.view_retentionaction",
+)
+AUDIT_LOG = ListPage("batchboard/audit.html", "batchboard/partials/audit_log_rows.html")
+
+
+@reader(*VIEW_AUDIT)
+def audit(request: HttpRequest) -> HttpResponse:
+    """List operator requests and retention actions, newest first."""
+    form = inputs.read(audit_log.AuditForm, request)
+    found = audit_log.read(form)
+    present = Presenter()
+    audit_log.present(found.page.rows, present.clock)
+    gaps = audit_log.support()
+    context = {
+        "filters": form.cleaned_data,
+        "actions": audit_log.ACTIONS,
+        "outcomes": OUTCOME_CLASSES,
+        "ignored": [
+            (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
+        ],
+        "unserved": [
+            (audit_log.FILTER_LABELS[name], columns)
+            for name, columns in gaps.items()
+            if columns
+        ],
+        "filtered": bool(form.asked()),
+    }
+    return _list(request, form, found.page, present, AUDIT_LOG, context)
