@@ -95,6 +95,8 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "batchboard.site.urls"
+# A refused form gets batchboard's 403 page, like every other error.
+CSRF_FAILURE_VIEW = "batchboard.site.urls.csrf_failure"
 WSGI_APPLICATION = "batchboard.site.wsgi.application"
 
 TEMPLATES = [
@@ -155,6 +157,21 @@ if not DEBUG:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"quiet_polls": {"()": "batchboard.site.quiet.QuietPolls"}},
+    "formatters": {
+        "server": {"()": "django.utils.log.ServerFormatter", "format": "%(message)s"}
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        # runserver's request lines, without the polls of live pages.
+        "server": {
+            "class": "logging.StreamHandler",
+            "formatter": "server",
+            "filters": ["quiet_polls"],
+        },
+    },
+    "loggers": {
+        "django.server": {"handlers": ["server"], "level": "INFO", "propagate": False}
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
 }
