@@ -2,7 +2,7 @@
 The audit log: operator requests and retention actions, newest first.
 
 The two audit tables are read side by side, each down its primary key
-(newest id first), and merged by time. A page is two statements, one per
+(newest id first), and merged by time (:func:`merge`). A page is two statements, one per
 table, whatever the history holds. Its cursor is an oxide-batch token
 (:mod:`batchboard.cursors`) whose ``Ordered`` key carries both positions:
 the next page reads each table strictly below its own position, so rows
@@ -276,14 +276,12 @@ def read(form: AuditForm) -> AuditPage:
         row["kind"], row["at"] = REQUESTS, row["requested_at"]
     for row in retention:
         row["kind"], row["at"] = RETENTION, row["applied_at"]
-    merged = sorted(
-        requests + retention,
-        key=lambda row: (row["at"], row["kind"] == REQUESTS, row["id"]),
-        reverse=True,
-    )
-    shown = merged[:size]
+    shown = merge(requests, retention, size)
     page = Page(shown, size, first=window.first)
-    more = len(merged) > size or size in (len(requests), len(retention))
+    more = len(requests) + len(retention) > len(shown) or size in (
+        len(requests),
+        len(retention),
+    )
     if shown and more:
         positions = [
             _position(shown, kind, fetched, below[index])
@@ -296,6 +294,27 @@ def read(form: AuditForm) -> AuditPage:
             ceiling = max(positions)
         page.next_cursor = window.cursor(cursors.Ordered(*positions), ceiling)
     return AuditPage(page, ignored)
+
+
+def merge(first: Sequence[Row], second: Sequence[Row], limit: int) -> list[Row]:
+    """
+    Merge two tables' rows (each newest id first) by time, at most ``limit``.
+
+    Each step takes the newer of the two heads, so what is taken from either
+    table is always a prefix of its id order: the next page continues each
+    table right below the last row it showed, and nothing is skipped even
+    where a table's times do not follow its ids.
+    """
+    merged: list[Row] = []
+    i = j = 0
+    while len(merged) < limit and (i < len(first) or j < len(second)):
+        if j >= len(second) or (i < len(first) and first[i]["at"] >= second[j]["at"]):
+            merged.append(first[i])
+            i += 1
+        else:
+            merged.append(second[j])
+            j += 1
+    return merged
 
 
 def _position(

@@ -158,8 +158,8 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     """
     Lay out ``runs`` (newest first) as duration bars, oldest on the left.
 
-    Bars are scaled to the longest duration; a running execution's bar runs
-    to now. The median and p95 are nearest-rank over the started runs.
+    Bars are scaled to the longest finished run; a running execution's bar
+    runs to now, clipped at the top. The median and p95 are nearest-rank over the started runs.
     """
     head, tail = url_pattern("batchboard:execution")
     ordered = list(reversed(runs))
@@ -167,11 +167,20 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     measured = [value for value in durations if value is not None]
     if not ordered:
         return Trend([])
-    top = max(measured, default=0.0) or 1.0
+    # Scaled to the longest finished run, so one long-running execution
+    # does not flatten the rest; a bar over the scale is clipped at the top.
+    finished = [
+        value
+        for run, value in zip(ordered, durations, strict=True)
+        if value is not None and run["ended_at"] is not None
+    ]
+    top = max(finished or measured, default=0.0) or 1.0
     slot = WIDTH / max(len(ordered), 1)
     bars = []
     for index, (run, seconds) in enumerate(zip(ordered, durations, strict=True)):
-        height = 0.0 if seconds is None else max(HEIGHT * seconds / top, 1.0)
+        height = (
+            0.0 if seconds is None else min(max(HEIGHT * seconds / top, 1.0), HEIGHT)
+        )
         bars.append(
             Bar(
                 x=round(index * slot + _GAP / 2, 2),
@@ -191,8 +200,8 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
         bars,
         median=clock.span(median),
         p95=clock.span(p95),
-        median_y=round(HEIGHT - HEIGHT * median / top, 2),
-        p95_y=round(HEIGHT - HEIGHT * p95 / top, 2),
+        median_y=round(max(HEIGHT - HEIGHT * median / top, 0.0), 2),
+        p95_y=round(max(HEIGHT - HEIGHT * p95 / top, 0.0), 2),
         scale=clock.span(top),
         unstarted=len(ordered) - len(measured),
     )

@@ -110,6 +110,31 @@ def test_paged_end_to_end_across_inserts_without_repeats(
     assert times == sorted(times, reverse=True)
 
 
+def test_tables_whose_times_run_against_their_ids_lose_no_row(
+    auditor: Client, db: None
+) -> None:
+    """Requests recorded back-dated (ids rising, times falling) are all listed."""
+    _instance, execution = _history()
+    now = factories.now()
+    for minutes in range(9):
+        factories.operator_request(
+            execution, "STOP", requested_at=now - timedelta(days=1, minutes=minutes)
+        )
+    _retention("HOLD", None, applied_at=now)
+    expected = {("request", r.pk) for r in OperatorRequest.objects.all()} | {
+        ("retention", r.pk) for r in RetentionAction.objects.all()
+    }
+    seen = _walk(auditor, reverse("batchboard:audit") + "?size=4")
+    assert len(seen) == len(set(seen)) and set(seen) == expected
+
+
+def test_merge_takes_a_prefix_of_each_table() -> None:
+    first = [{"id": 3, "at": 1}, {"id": 2, "at": 5}, {"id": 1, "at": 9}]
+    second = [{"id": 8, "at": 4}]
+    merged = audit.merge(first, second, 3)
+    assert [row["id"] for row in merged] == [8, 3, 2]
+
+
 def test_rows_link_to_targets_by_id_and_show_no_digest(
     auditor: Client, db: None
 ) -> None:
