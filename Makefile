@@ -76,17 +76,21 @@ demo-reset:
 	rm -f "$(DEMO_DB)" "$(DEMO_DB)-wal" "$(DEMO_DB)-shm" "$(SEEDED)"
 
 # The simulator keeps writing history while the server runs and stops with
-# it, whether the server is interrupted (Ctrl-C) or exits on its own.
+# it, whether the server is interrupted (Ctrl-C) or exits on its own. Its
+# output goes to $(VENV)/simulate.log and the server logs no poll requests
+# (batchboard.site.quiet), so the logins, printed last, stay on screen.
 serve: refuse-remote
-	@echo ""
-	@echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo (reads everything)"
-	@echo "  also viewer / viewer (reads), operator / operator (stops executions),"
-	@echo "  administrator / administrator (every action, parameter values, the admin)"
-	@echo "  Ctrl-C stops the server and the simulator."
-	@echo ""
-	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate & simulator=$$!; \
-		trap "kill $$simulator 2>/dev/null; wait $$simulator 2>/dev/null" EXIT INT TERM; \
-		$(MANAGE) runserver --noreload $(HOST):$(PORT)'
+	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate > $(VENV)/simulate.log 2>&1 & simulator=$$!; \
+		$(MANAGE) runserver --noreload $(HOST):$(PORT) & server=$$!; \
+		trap "kill $$simulator $$server 2>/dev/null; wait $$simulator $$server 2>/dev/null" EXIT INT TERM; \
+		sleep 3; \
+		echo ""; \
+		echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo (reads everything)"; \
+		echo "  also viewer / viewer (reads), operator / operator (stops executions),"; \
+		echo "  administrator / administrator (every action, parameter values, the admin)"; \
+		echo "  simulator output: $(VENV)/simulate.log. Ctrl-C stops the server and the simulator."; \
+		echo ""; \
+		wait $$server'
 
 # Production: the caller's environment configures the site (SECRET_KEY,
 # ALLOWED_HOSTS, DATABASE_URL, ...; see docs/production.md).

@@ -54,6 +54,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 ROOT_URLCONF = "batchboard.site.urls"
+CSRF_FAILURE_VIEW = "batchboard.site.urls.csrf_failure"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

@@ -363,12 +363,29 @@ class PurgeCriteriaForm(forms.Form):
 
     @classmethod
     def from_data(cls, data: QueryDict) -> Self:
-        """Bind the form to ``data``, the defaults standing in for gaps."""
+        """
+        Bind the form to ``data``, the defaults standing in for gaps.
+
+        The page asks for the age in days and hours (``age_days``,
+        ``age_hours``); given either, they make ``min_age_seconds``.
+        """
         filled = data.copy()
+        days, hours = filled.get("age_days", ""), filled.get("age_hours", "")
+        if days or hours:
+            filled.setlist("min_age_seconds", [_age_seconds(days, hours)])
         for name, default in cls.DEFAULTS.items():
             if not any(filled.getlist(name)):
                 filled.setlist(name, list(default))
         return cls(filled)
+
+    @property
+    def age_parts(self) -> tuple[int, int] | None:
+        """Return the minimum age as (days, hours) for the page, when whole hours."""
+        value = str(self.data.get("min_age_seconds", ""))
+        if not value.isdigit() or int(value) % 3600:
+            return None
+        days, hours = divmod(int(value) // 3600, 24)
+        return days, hours
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -391,6 +408,19 @@ class PurgeCriteriaForm(forms.Form):
             raise actions.InvalidRequest(first_error(self))
         criteria: actions.PurgeCriteria = self.cleaned_data["criteria"]
         return criteria
+
+
+def _age_seconds(days: str, hours: str) -> str:
+    """
+    Return ``days`` and ``hours`` as seconds, or the input unchanged if not numbers.
+
+    Anything but whole numbers of at most 12 digits is passed on as written,
+    so that the age field's own message (not a crash) says what is wrong.
+    """
+    parts = [part.strip() or "0" for part in (days, hours)]
+    if not all(part.isdigit() and len(part) <= 12 for part in parts):
+        return f"{days}d{hours}h"
+    return str(int(parts[0]) * 86400 + int(parts[1]) * 3600)
 
 
 class PurgeApplyForm(PurgeCriteriaForm, ActionForm):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -40,9 +41,19 @@ from batchboard import actions, vocabulary
 from batchboard.actions import envelope, permissions
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
+from batchboard.explorer import inputs, queries
+from batchboard.explorer.pagination import Page
+from batchboard.explorer.presenters import link
 from batchboard.explorer.views import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.models import JobExecution, JobInstance
-from batchboard.web import NotFound, action_view, wants_fragment
+from batchboard.vocabulary import MAX_PAGE_SIZE
+from batchboard.web import (
+    BadInput,
+    NotFound,
+    action_view,
+    first_page_url,
+    wants_fragment,
+)
 
 
 def _respond(
@@ -346,7 +357,71 @@ def purge_plan(request: HttpRequest) -> HttpResponse:
             )
         except actions.ActionError as error:
             context["error"] = error
+        else:
+            context.update(_candidate_page(request, context["plan"]))
+            if wants_fragment(request) and "after" in request.GET:
+                return render(
+                    request, "batchboard/actions/purge_candidates.html", context
+                )
+    if not wants_fragment(request):
+        context["job_names"] = [
+            row["job_name"] for row in queries.job_names(MAX_PAGE_SIZE).rows
+        ]
     return render(request, "batchboard/actions/purge.html", context)
+
+
+def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, Any]:
+    """
+    Return one page of a plan's candidates (at most 1000, held in memory).
+
+    Paged as every list is (``size``, and the sentinel row that loads the
+    next page in place), continuing after the execution id ``after``. The
+    plan is computed again for each page; each page shows its digest.
+    """
+    form = inputs.read(inputs.ListForm, request)
+    after = request.GET.get("after", "")
+    position = after.split(":")
+    if after and not (len(position) == 2 and all(p.isdigit() for p in position)):
+        raise BadInput(
+            str(_("This link cannot continue the list")),
+            str(_("“after” must name an instance and an execution, as in 12:345.")),
+            "after",
+        )
+    rows = list(plan.candidates)
+    if after:
+        start = (int(position[0]), int(position[1]))
+        rows = [row for row in rows if (row[0], row[1]) > start]
+    shown = rows[: form.page_size]
+    next_url = None
+    if len(rows) > len(shown):
+        flat = [
+            (key, value)
+            for key, values in request.GET.lists()
+            if key != "after"
+            for value in values
+        ]
+        flat.append(("after", f"{shown[-1][0]}:{shown[-1][1]}"))
+        next_url = f"{request.path}?{urlencode(flat)}"
+    page = Page(
+        [
+            {
+                "instance_id": instance_id,
+                "execution_id": execution_id,
+                "version": version,
+                "instance_url": link("batchboard:instance", instance_id),
+                "execution_url": link("batchboard:execution", execution_id),
+            }
+            for instance_id, execution_id, version in shown
+        ],
+        form.page_size,
+        first=not after,
+    )
+    return {
+        "candidates": page,
+        "page": page,
+        "next_url": next_url,
+        "first_url": first_page_url(request, drop=("after", "size")),
+    }
 
 
 @require_http_methods(["POST"])

@@ -312,19 +312,54 @@ def link(name: str, pk: int | None) -> SafeString | None:
     return SafeString(f"{head}{int(pk)}{tail}")
 
 
+#: Job names browsers would resolve as a path segment ("." and ".."),
+#: and how their segment reads once the server has decoded it.
+_DOT_NAMES: Final = {".": "%2E", "..": "%2E%2E"}
+_ESCAPED_PREFIX: Final = "%25"
+
+
+def _escaped_dots(segment: str) -> bool:
+    """Return whether a decoded segment is ``%2E``/``%2E%2E`` under ``%25``s."""
+    while segment.startswith(_ESCAPED_PREFIX):
+        segment = segment[len(_ESCAPED_PREFIX) :]
+    return segment in _DOT_NAMES.values()
+
+
 def job_segment(job_name: str) -> str:
     """
-    Return a job name as one URL path segment (any text up to 128 bytes).
+    Return a job name as the job page's path holds it once decoded.
 
-    ``%`` and ``/`` are escaped (and a name made only of dots, which
-    browsers would resolve as ``.`` or ``..``) before the usual
-    percent-encoding; :class:`batchboard.explorer.urls.JobNameConverter`
-    reverses it on the way in.
+    That is the name itself, except for the two names a browser would
+    resolve as a dot segment (``.`` and ``..``), held as ``%2E``/``%2E%2E``;
+    a name that itself reads like that gets one more ``%25`` in front, so
+    :func:`job_name_from_path` reads every name back exactly.
     """
-    escaped = job_name.replace("%", "%25").replace("/", "%2F")
-    if set(job_name) <= {"."}:
-        escaped = escaped.replace(".", "%2E")
-    return escaped
+    if job_name in _DOT_NAMES:
+        return _DOT_NAMES[job_name]
+    if _escaped_dots(job_name):
+        return _ESCAPED_PREFIX + job_name
+    return job_name
+
+
+def job_name_from_path(segment: str) -> str:
+    """Return the job name a decoded job page path holds (see job_segment)."""
+    if not _escaped_dots(segment):
+        return segment
+    if segment.startswith(_ESCAPED_PREFIX):
+        return segment[len(_ESCAPED_PREFIX) :]
+    return {escaped: name for name, escaped in _DOT_NAMES.items()}[segment]
+
+
+#: Characters a job link leaves unquoted: reverse()'s, but not "/", so a
+#: name stays one path segment ("a/b" links as "a%2Fb").
+_JOB_SAFE = _PATH_SAFE.replace("/", "")
+
+
+def job_url(job_name: str) -> SafeString:
+    """Return the link to a job's page (``/`` in the name as ``%2F``)."""
+    head, tail = url_pattern("batchboard:job")
+    segment = escape(quote(job_segment(job_name), safe=_JOB_SAFE))
+    return SafeString(f"{head}{segment}{tail}")
 
 
 class Links:
@@ -336,9 +371,7 @@ class Links:
     def job(self, job_name: str) -> SafeString:
         found = self._jobs.get(job_name)
         if found is None:
-            head, tail = url_pattern("batchboard:job")
-            segment = escape(quote(job_segment(job_name), safe=_PATH_SAFE))
-            found = self._jobs[job_name] = SafeString(f"{head}{segment}{tail}")
+            found = self._jobs[job_name] = job_url(job_name)
         return found
 
 

@@ -83,6 +83,7 @@ __all__ = [
     "job_strips",
     "operator_requests",
     "parameter_values",
+    "parameter_values_of",
     "partition",
     "partition_totals",
     "partitions",
@@ -965,6 +966,11 @@ def parameter_values(instance_id: int) -> dict[str, str]:
         .values_list("identifying_parameters", flat=True)
         .first()
     )
+    return _display_values(document)
+
+
+def _display_values(document: Any) -> dict[str, str]:
+    """Return a parameter envelope's values as display strings."""
     values: dict[str, str] = {}
     if isinstance(document, str):
         document = json.loads(document)
@@ -975,6 +981,23 @@ def parameter_values(instance_id: int) -> dict[str, str]:
         else:
             values[name] = str(value)
     return values
+
+
+def parameter_values_of(instance_ids: Sequence[int]) -> dict[int, dict[str, str]]:
+    """
+    Return the parameter values of several instances (one statement).
+
+    Only for viewers holding ``batchboard.view_parameter_values``; the view
+    checks the permission before calling this.
+    """
+    if not instance_ids:
+        return {}
+    rows = (
+        JobInstance.objects.using(_using())
+        .filter(id__in=list(instance_ids))
+        .values_list("id", "identifying_parameters")
+    )
+    return {int(pk): _display_values(document) for pk, document in rows}
 
 
 def steps_after(execution_id: int, after_id: int, limit: int) -> list[Row]:

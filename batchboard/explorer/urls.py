@@ -1,34 +1,38 @@
 """
 The explorer's URLs, included into ``batchboard.urls``.
 
-Job names are arbitrary text of up to 128 bytes; :class:`JobNameConverter`
-keeps one in a single path segment.
+Job names are arbitrary text of up to 128 bytes, ``/`` included;
+:class:`JobNameConverter` reads one from the rest of the job page's path.
 """
 
 from __future__ import annotations
-
-from urllib.parse import unquote
 
 from django.urls import path, register_converter
 
 from batchboard.cursors import MAX_NAME_BYTES
 from batchboard.explorer import views
-from batchboard.explorer.presenters import job_segment
+from batchboard.explorer.presenters import job_name_from_path, job_segment
 
 
 class JobNameConverter:
     """
-    Keep a job name (any text up to 128 bytes) inside one URL path segment.
+    Read a job name (any text up to 128 bytes) from the job page's path.
 
-    ``to_url`` escapes ``%`` and ``/`` (and a name made only of dots) before
-    Django percent-encodes the URL; ``to_python`` reverses it on the way in.
+    The server has decoded the path before it is matched, so ``a%2Fb`` and
+    ``a/b`` both arrive as ``a/b``: the name may span several segments.
+    Pages link with ``/`` percent-encoded (:class:`.presenters.Links`), one
+    segment, so a name holding ``/../`` survives the browser's path
+    normalisation. ``to_url`` serves ``reverse()``, which keeps ``/`` as is.
     """
 
-    regex = "[^/]+"
+    # Any character, newline and other control characters included, so that
+    # the page's guard refuses such a name with a 400 rather than no route
+    # answering with a 404.
+    regex = r"[\s\S]+"
 
     def to_python(self, value: str) -> str:
-        name = unquote(value, errors="strict")
-        if not name or len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        name = job_name_from_path(value)
+        if len(name.encode("utf-8")) > MAX_NAME_BYTES:
             raise ValueError("not a job name")
         return name
 
@@ -63,4 +67,5 @@ urlpatterns = [
     ),
     path("unresolved/", views.unresolved, name="unresolved"),
     path("jump/", views.jump, name="jump"),
+    path("audit/", views.audit, name="audit"),
 ]

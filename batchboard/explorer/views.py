@@ -26,13 +26,19 @@ from django_htmx.http import replace_url
 
 from batchboard import actions, conf
 from batchboard.actions import permissions
-from batchboard.explorer import inputs, queries, relations
+from batchboard.explorer import audit as audit_log
+from batchboard.explorer import inputs, queries, relations, trends
 from batchboard.explorer.pagination import Page, Row
-from batchboard.explorer.presenters import Presenter, link
+from batchboard.explorer.presenters import (
+    SHOWN_PARAMETERS,
+    Presenter,
+    link,
+)
 from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
     MAX_BIGINT,
+    OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
     STATUSES,
@@ -225,15 +231,35 @@ def attention(request: HttpRequest) -> HttpResponse:
 
 @reader(*VIEW_EXECUTIONS)
 def job(request: HttpRequest, job_name: str) -> HttpResponse:
-    """Show a job's instances, newest first."""
+    """Show a job's trend and steps grid, and its instances, newest first."""
     form = inputs.read(inputs.ListForm, request)
     page = queries.instances(job_name, form.page_size, form.token)
     if not page.rows and page.first and not queries.job_exists(job_name):
         raise NotFound(_("job named “%(name)s”") % {"name": job_name})
     present = Presenter()
     present.instances(page.rows)
-    context = {"job_name": job_name, "trail": present.trail(job_name)}
+    show_values = request.user.has_perm(PARAMETER_VALUES)
+    if show_values:
+        _with_values(page.rows)
+    context: dict[str, Any] = {"job_name": job_name, "show_values": show_values}
+    if not wants_fragment(request):
+        context["trail"] = present.trail(job_name)
+        context["executions_url"] = (
+            f"{reverse('batchboard:executions')}?{urlencode({'job': job_name})}"
+        )
+        context.update(trends.job_history(job_name, present.clock))
     return _list(request, form, page, present, JOB, context)
+
+
+def _with_values(rows: list[Row]) -> None:
+    """Give a job's instance rows their parameter values (one statement)."""
+    values = queries.parameter_values_of([row["id"] for row in rows])
+    for row in rows:
+        shown = values.get(row["id"], {})
+        row["parameter_values"] = [
+            (name, kind, shown.get(name, ""))
+            for name, kind in row["parameters"][:SHOWN_PARAMETERS]
+        ]
 
 
 @reader(*VIEW_EXECUTIONS)
@@ -666,3 +692,38 @@ def jump(request: HttpRequest) -> HttpResponse:
     """Open an execution, instance or step by id (the header's jump box)."""
     kind, pk = inputs.read(inputs.JumpForm, request).target
     return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[pk]))
+
+
+# -- the audit log --------------------------------------------------------------------
+
+VIEW_AUDIT = (
+    *VIEW_EXECUTIONS,
+    "batchboard.view_operatorrequest",
+    "batchboard.view_retentionaction",
+)
+AUDIT_LOG = ListPage("batchboard/audit.html", "batchboard/partials/audit_log_rows.html")
+
+
+@reader(*VIEW_AUDIT)
+def audit(request: HttpRequest) -> HttpResponse:
+    """List operator requests and retention actions, newest first."""
+    form = inputs.read(audit_log.AuditForm, request)
+    found = audit_log.read(form)
+    present = Presenter()
+    audit_log.present(found.page.rows, present.clock)
+    gaps = audit_log.support()
+    context = {
+        "filters": form.cleaned_data,
+        "actions": audit_log.ACTIONS,
+        "outcomes": OUTCOME_CLASSES,
+        "ignored": [
+            (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
+        ],
+        "unserved": [
+            (audit_log.FILTER_LABELS[name], columns)
+            for name, columns in gaps.items()
+            if columns
+        ],
+        "filtered": bool(form.asked()),
+    }
+    return _list(request, form, found.page, present, AUDIT_LOG, context)

@@ -116,6 +116,8 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = (
 )
 
 ROOT_URLCONF = "batchboard.site.urls"
+# A refused form gets batchboard's 403 page, like every other error.
+CSRF_FAILURE_VIEW = "batchboard.site.urls.csrf_failure"
 WSGI_APPLICATION = "batchboard.site.wsgi.application"
 
 TEMPLATES = [
@@ -203,9 +205,11 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"quiet_polls": {"()": "batchboard.site.quiet.QuietPolls"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "line": {"format": "%(message)s"},
+        "server": {"()": "django.utils.log.ServerFormatter", "format": "%(message)s"},
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain"},
@@ -214,12 +218,23 @@ LOGGING = {
             "formatter": "line",
             "stream": "ext://sys.stdout",
         },
+        # runserver's request lines, without the polls of live pages.
+        "server": {
+            "class": "logging.StreamHandler",
+            "formatter": "server",
+            "filters": ["quiet_polls"],
+        },
     },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "batchboard.request": {
             "handlers": ["requests"],
             "level": LOG_LEVEL,
+            "propagate": False,
+        },
+        "django.server": {
+            "handlers": ["server"],
+            "level": "INFO",
             "propagate": False,
         },
         # Django's own request log repeats ours, with less care for values.

@@ -66,7 +66,7 @@ def _admin_text(client: Client, changelist: str, action: str, pk: int) -> str:
     body = client.post(
         reverse(changelist), {"action": action, helpers.ACTION_CHECKBOX_NAME: [pk]}
     ).content.decode()
-    found = re.search(r"action\. For each object listed: (.*?)</p>", body, re.S)
+    found = re.search(r"class\. For each object listed: (.*?)</p>", body, re.S)
     assert found, body
     return html.unescape(found.group(1))
 

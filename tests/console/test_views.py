@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
@@ -336,8 +337,64 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
     done = client.post(
         reverse("batchboard:purge_apply"), data, headers=HTMX
     ).content.decode()
-    assert "APPLIED" in done and "deleted_job_executions" in done
+    assert "APPLIED" in done and "Job executions" in done
+    assert "deleted_job_executions" not in done
     assert not JobExecution.objects.filter(pk=old.pk).exists()
+
+
+def _plan_page(client: Client, **params: Any) -> str:
+    query = {"job_name": "nightly-import", **params}
+    return client.get(reverse("batchboard:purge_plan"), query).content.decode()
+
+
+def test_purge_form_asks_days_and_hours_and_offers_job_names(admin_user: User) -> None:
+    old = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    factories.execution("COMPLETED", job_instance=factories.instance("billing.export"))
+    client = _client(admin_user)
+    html = client.get(reverse("batchboard:purge_plan")).content.decode()
+    assert '<option value="billing.export">' in html
+    assert '<option value="nightly-import">' in html
+    # 30 days by default, shown as days and hours.
+    assert 'name="age_days" type="number" min="0" max="36500" value="30"' in html
+    assert f"#{old.pk}" in _plan_page(client, age_days="39", age_hours="23")
+    assert f"#{old.pk}" not in _plan_page(client, age_days="40", age_hours="1")
+    assert "one hour (3600 s)" in _plan_page(client, age_days="0", age_hours="0")
+    assert 'role="alert"' in _plan_page(client, age_days="x", age_hours="")
+
+
+def test_plan_shows_labels_links_and_disables_apply_when_empty(
+    admin_user: User,
+) -> None:
+    client = _client(admin_user)
+    empty = _plan_page(client)
+    assert "deleted_flow_decisions" not in empty
+    assert "Flow decisions" in empty
+    assert re.search(r'<button type="submit" class="bb-button" disabled', empty)
+    old = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    html = _plan_page(client)
+    assert f'href="{reverse("batchboard:execution", args=[old.pk])}"' in html
+    assert not re.search(r'<button type="submit" class="bb-button" disabled', html)
+
+
+def test_plan_candidates_are_paged_in_place(admin_user: User) -> None:
+    olds = [
+        factories.execution("FAILED", updated_at=factories.ago(days=40))
+        for _ in range(5)
+    ]
+    client = _client(admin_user)
+    html = _plan_page(client, size="2")
+    seen = re.findall(r'<a href="/executions/(\d+)/">', html)
+    more = re.search(r'hx-get="([^"]+)"', html)
+    while more:
+        body = client.get(more.group(1).replace("&amp;", "&"), headers=HTMX)
+        assert "<h1>" not in body.content.decode()
+        seen += re.findall(r'<a href="/executions/(\d+)/">', body.content.decode())
+        more = re.search(r'hx-get="([^"]+)"', body.content.decode())
+    assert sorted(int(pk) for pk in seen) == sorted(e.pk for e in olds)
+    bad = client.get(
+        reverse("batchboard:purge_plan"), {"job_name": "nightly-import", "after": "x"}
+    )
+    assert bad.status_code == 400
 
 
 def test_bad_plan_inputs_are_explained(viewer_user: User) -> None:
@@ -436,10 +493,11 @@ def test_the_purge_page_shows_the_defaults(viewer_user: User) -> None:
     body = _client(viewer_user).get(reverse("batchboard:purge_plan")).content.decode()
     for status in ("COMPLETED", "FAILED", "STOPPED", "ABANDONED"):
         assert f'value="{status}" checked' in body
-    assert 'name="job_name" value=""' in body
-    assert 'name="min_age_seconds" value="2592000"' in body
-    assert 'name="batch" value="1000"' in body
-    assert "≥ 3600" in body and "(1–1000 executions)" in body
+    assert 'name="job_name" list="bb-purge-jobs" value=""' in body
+    assert 'name="age_days" type="number" min="0" max="36500" value="30"' in body
+    assert 'name="age_hours" type="number" min="0" max="23" value="0"' in body
+    assert 'name="batch" type="number" min="1" max="1000" value="1000"' in body
+    assert "(1–1000 executions)" in body
     assert "Plan for" not in body
 
 
@@ -454,9 +512,9 @@ def test_the_purge_page_keeps_the_query(viewer_user: User) -> None:
     )
     assert 'value="FAILED" checked' in body
     assert 'value="COMPLETED" checked' not in body
-    assert 'name="job_name" value="x"' in body
-    assert 'name="batch" value="5"' in body
-    assert "No execution qualifies." in body
+    assert 'name="job_name" list="bb-purge-jobs" value="x"' in body
+    assert 'max="1000" value="5"' in body
+    assert "No execution qualifies" in body
 
 
 def test_a_missing_target_is_named_on_the_404_page(admin_user: User) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+from urllib.parse import quote
+
 import pytest
 from django.db import DatabaseError
 from django.test import Client
@@ -10,6 +13,7 @@ from django.utils.html import escape
 
 from batchboard import cursors
 from batchboard.explorer import queries
+from batchboard.explorer.presenters import _escaped_dots, job_url
 from tests import factories
 from tests.explorer.conftest import History
 
@@ -152,6 +156,11 @@ HOSTILE_NAMES = [
     ".",
     "?query#frag",
     "back\\slash",
+    "a/../b",
+    "./x/.",
+    "%2E",
+    "%25%2E%2E",
+    "a%41",
     "x" * 128,
 ]
 
@@ -163,8 +172,12 @@ def test_hostile_job_names_have_working_escaped_urls(
     factories.definition(name)
     instance = factories.instance(name)
     execution = factories.execution(instance, "FAILED")
-    url = reverse("batchboard:job", args=[name])
+    url = html.unescape(job_url(name))
+    # One path segment, never double-encoded.
     assert "/" not in url[len("/jobs/") : -1]
+    if name != "x" * 128 and not _escaped_dots(name) and name not in (".", ".."):
+        assert "%25" not in url or "%" in name
+        assert url == "/jobs/" + quote(name, safe="!$&'()*+,;=~:@") + "/"
     response = reader.get(url)
     assert response.status_code == 200
     body = response.content.decode()
@@ -176,6 +189,26 @@ def test_hostile_job_names_have_working_escaped_urls(
     assert page.status_code == 200
     filtered = reader.get(reverse("batchboard:executions"), {"job": name})
     assert f"#{execution.pk}" in filtered.content.decode()
+
+
+@pytest.mark.parametrize("path", ["/jobs/team%2Fnightly/", "/jobs/team/nightly/"])
+def test_natural_slash_address_opens_the_job(
+    reader: Client, db: None, path: str
+) -> None:
+    factories.execution(factories.instance("team/nightly"), "COMPLETED")
+    response = reader.get(path)
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert 'href="/jobs/team%2Fnightly/"' in reader.get("/").content.decode()
+    assert "%252F" not in body
+    assert "team/nightly" in body
+
+
+def test_reverse_keeps_slashes_and_resolves(reader: Client, db: None) -> None:
+    factories.execution(factories.instance("a/b"), "COMPLETED")
+    url = reverse("batchboard:job", args=["a/b"])
+    assert url == "/jobs/a/b/"
+    assert reader.get(url).status_code == 200
 
 
 def test_job_name_longer_than_128_bytes_is_not_found(reader: Client, db: None) -> None:

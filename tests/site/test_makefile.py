@@ -47,10 +47,12 @@ def test_demo_installs_migrates_seeds_logs_in_and_serves(tmp_path: Path) -> None
         "db.sqlite3.seeded",
         "manage.py batchboard_seed --seed 42 && touch",
         "manage.py batchboard_demo_login --address http://127.0.0.1:8000/",
-        "http://127.0.0.1:8000/  login: demo / demo",
-        "manage.py batchboard_simulate &",
-        'trap "kill $simulator',
+        "manage.py batchboard_simulate >",
+        "simulate.log 2>&1 &",
         "manage.py runserver --noreload 127.0.0.1:8000",
+        'trap "kill $simulator $server',
+        "http://127.0.0.1:8000/  login: demo / demo",
+        "wait $server",
     )
     assert f"DATABASE_URL=sqlite:///{CHECKOUT}/db.sqlite3" in plan
     assert "BATCHBOARD_DEMO=1 DJANGO_DEBUG=1" in plan

@@ -1,4 +1,4 @@
-"""The README's least-privilege roles grant exactly what each class needs."""
+"""The documented least-privilege roles grant exactly what each class needs."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ CLASSES = ("explorer", "operator", "retention")
 
 
 def _readme_grants() -> str:
-    readme = (CHECKOUT / "README.md").read_text()
+    readme = (CHECKOUT / "docs" / "configuration.md").read_text()
     blocks = re.findall(r"```sql\n(.*?)```", readme, flags=re.S)
     (grants,) = [block for block in blocks if "CREATE ROLE" in block]
     return grants
@@ -33,7 +33,7 @@ def _readme_grants() -> str:
 
 @pytest.fixture(scope="module")
 def roles() -> Iterator[tuple[str, dict[str, str]]]:
-    """Apply the README's statements, renamed, to a scratch database."""
+    """Apply the documented statements, renamed, to a scratch database."""
     names = {kind: scratch_name(kind) for kind in CLASSES}
     with scratch_database("roles") as database:
         sql = _readme_grants().replace("DATABASE oxide ", f'DATABASE "{database}" ')

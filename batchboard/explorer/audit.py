@@ -1,0 +1,352 @@
+"""
+The audit log: operator requests and retention actions, newest first.
+
+The two audit tables are read side by side, each down its primary key
+(newest id first), and merged by time (:func:`merge`). A page is two statements, one per
+table, whatever the history holds. Its cursor is an oxide-batch token
+(:mod:`batchboard.cursors`) whose ``Ordered`` key carries both positions:
+the next page reads each table strictly below its own position, so rows
+recorded after a traversal started (higher ids) never appear in it and no
+row appears twice.
+
+Filters are exact and applied only where schema v4 has an index that serves
+them (:func:`support`, read from :mod:`batchboard.schema.v4`): a filter
+without one is not applied, and the page says so, rather than scanning the
+audit tables. Rows name their target by id only (no join), so a row
+renders the same after retention purged its target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from django import forms
+from django.db.models import Model, Q, QuerySet
+from django.utils.functional import Promise
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
+
+from batchboard import conf, cursors
+from batchboard.cursors import QuerySpec
+from batchboard.explorer.inputs import ListForm, TextField
+from batchboard.explorer.pagination import Page, Row, Window
+from batchboard.explorer.presenters import OTHER, OUTCOME_TONES, Clock, link
+from batchboard.models import JobExecution, OperatorRequest, RetentionAction
+from batchboard.schema import v4
+from batchboard.vocabulary import OUTCOME_CLASSES
+
+#: The audit log's query: batchboard's own, outside oxide-batch's
+#: discriminants (as ``batchboard_recent_executions``, 129).
+QUERY_NAME: Final = "batchboard_audit_log"
+DISCRIMINANT: Final = 130
+
+#: Every action either table records, in the schema's order.
+ACTIONS: Final = tuple(dict.fromkeys(v4.OPERATOR_ACTIONS + v4.RETENTION_ACTIONS))
+
+REQUESTS: Final = "request"
+RETENTION: Final = "retention"
+
+
+def spec(action: str, job: str) -> QuerySpec:
+    """Return the audit log's query under the filters that apply."""
+    return QuerySpec(QUERY_NAME, DISCRIMINANT, (action, job))
+
+
+# -- which filters an index serves ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """The column a filter reads in one audit table."""
+
+    table: str
+    column: str
+
+
+#: Each filter's column per audit table. A job is reached through the
+#: table's execution or instance column (the job's instances and their
+#: executions come off their own job-name and instance indexes).
+FILTER_COLUMNS: Final[dict[str, tuple[Column, ...]]] = {
+    "action": (
+        Column("ob_operator_request", "action"),
+        Column("ob_retention_action", "action"),
+    ),
+    "job": (
+        Column("ob_operator_request", "job_execution_id"),
+        Column("ob_retention_action", "job_instance_id"),
+    ),
+    "outcome": (
+        Column("ob_operator_request", "outcome_class"),
+        Column("ob_retention_action", "outcome_class"),
+    ),
+    "actor": (
+        Column("ob_operator_request", "actor_ref"),
+        Column("ob_retention_action", "actor_ref"),
+    ),
+    "time": (
+        Column("ob_operator_request", "requested_at"),
+        Column("ob_retention_action", "applied_at"),
+    ),
+}
+
+FILTER_LABELS: Final[dict[str, Promise]] = {
+    "action": _("Action"),
+    "job": _("Job name"),
+    "outcome": _("Outcome"),
+    "actor": _("Actor"),
+    "time": _("Time window"),
+}
+
+
+def _leading_columns(table: str) -> set[str]:
+    """Return the first column of every index and unique constraint of ``table``."""
+    found = next(each for each in v4.TABLES if each.name == table)
+    leading = {index.columns.split(",")[0].split()[0] for index in found.indexes}
+    leading |= {columns[0] for _name, columns in found.uniques}
+    leading.add(found.primary_key[0])
+    return leading
+
+
+def support() -> dict[str, list[Column]]:
+    """Return, per filter, the columns no schema v4 index leads with (none: served)."""
+    return {
+        name: [
+            column
+            for column in columns
+            if column.column not in _leading_columns(column.table)
+        ]
+        for name, columns in FILTER_COLUMNS.items()
+    }
+
+
+def served(name: str) -> bool:
+    """Return whether an index serves the filter ``name`` in both tables."""
+    return not support()[name]
+
+
+# -- the form -----------------------------------------------------------------------
+
+
+class AuditForm(ListForm):
+    """The audit log's filters, each exact; blank leaves a filter out."""
+
+    action = TextField(required=False, strip=False)
+    job = TextField(required=False, strip=False)
+    outcome = TextField(required=False, strip=False)
+    actor = TextField(required=False, strip=False)
+    since = TextField(required=False, strip=False)
+    until = TextField(required=False, strip=False)
+
+    def clean_action(self) -> str:
+        action = str(self.cleaned_data["action"])
+        if action and action not in ACTIONS:
+            raise forms.ValidationError(
+                _("Unknown action filter; use one of %(actions)s."),
+                code="invalid_choice",
+                params={"actions": ", ".join(ACTIONS)},
+            )
+        return action
+
+    def clean_outcome(self) -> str:
+        outcome = str(self.cleaned_data["outcome"])
+        if outcome and outcome not in OUTCOME_CLASSES:
+            raise forms.ValidationError(
+                _("Unknown outcome filter; use one of %(outcomes)s."),
+                code="invalid_choice",
+                params={"outcomes": ", ".join(OUTCOME_CLASSES)},
+            )
+        return outcome
+
+    def clean_job(self) -> str:
+        job = str(self.cleaned_data["job"])
+        if len(job.encode("utf-8")) > cursors.MAX_NAME_BYTES:
+            raise forms.ValidationError(
+                _("A job name holds at most %(max)s bytes."),
+                code="max_length",
+                params={"max": cursors.MAX_NAME_BYTES},
+            )
+        return job
+
+    def asked(self) -> dict[str, str]:
+        """Return the filters given, by name (``time`` for since/until)."""
+        data = self.cleaned_data
+        given = {
+            name: str(data[name])
+            for name in ("action", "job", "outcome", "actor")
+            if data[name]
+        }
+        if data["since"] or data["until"]:
+            given["time"] = f"{data['since']}..{data['until']}"
+        return given
+
+
+# -- the page --------------------------------------------------------------------
+
+_REQUEST_FIELDS = (
+    "id",
+    "action",
+    "authorization_class",
+    "actor_ref",
+    "reason_code",
+    "outcome_class",
+    "rejection_code",
+    "prior_status",
+    "result_status",
+    "job_instance_id",
+    "job_execution_id",
+    "requested_at",
+)
+_RETENTION_FIELDS = (
+    "id",
+    "action",
+    "actor_ref",
+    "reason_code",
+    "outcome_class",
+    "job_instance_id",
+    "batch_bound",
+    *v4.PURGE_COUNTERS,
+    "applied_at",
+)
+
+
+def _using() -> str:
+    return conf.database_alias()
+
+
+def _read(
+    model: type[Model],
+    fields: Sequence[str],
+    below: int | None,
+    where: Q,
+    limit: int,
+) -> list[Row]:
+    queryset: QuerySet[Any] = model._default_manager.using(_using()).filter(where)
+    if below is not None:
+        queryset = queryset.filter(id__lt=below)
+    return list(queryset.order_by("-id").values(*fields)[:limit])
+
+
+def _filters(applied: dict[str, str]) -> tuple[Q, Q]:
+    """Return the (operator request, retention action) conditions of ``applied``."""
+    requests, retention = Q(), Q()
+    action = applied.get("action")
+    if action:
+        requests &= Q(action=action)
+        retention &= Q(action=action)
+    job = applied.get("job")
+    if job:
+        executions = JobExecution.objects.filter(job_instance__job_name=job).values(
+            "id"
+        )
+        requests &= Q(job_execution_id__in=executions)
+        retention &= Q(job_instance__job_name=job)
+    return requests, retention
+
+
+@dataclass
+class AuditPage:
+    """One page of the audit log and the filters it did not apply."""
+
+    page: Page
+    ignored: list[str]
+
+
+def read(form: AuditForm) -> AuditPage:
+    """Return one page of the audit log under the form's served filters."""
+    asked = form.asked()
+    applied = {name: value for name, value in asked.items() if served(name)}
+    ignored = [name for name in asked if name not in applied]
+    size = form.page_size
+    window = Window.open(
+        spec(applied.get("action", ""), applied.get("job", "")), size, form.token
+    )
+    below: tuple[int | None, int | None] = (None, None)
+    if window.after is not None:
+        below = cursors.ordered_key(window.after)
+        if below[1] == 0:
+            raise cursors.CursorInvalid
+    where_requests, where_retention = _filters(applied)
+    requests = _read(OperatorRequest, _REQUEST_FIELDS, below[0], where_requests, size)
+    retention = _read(
+        RetentionAction, _RETENTION_FIELDS, below[1], where_retention, size
+    )
+    for row in requests:
+        row["kind"], row["at"] = REQUESTS, row["requested_at"]
+    for row in retention:
+        row["kind"], row["at"] = RETENTION, row["applied_at"]
+    shown = merge(requests, retention, size)
+    page = Page(shown, size, first=window.first)
+    more = len(requests) + len(retention) > len(shown) or size in (
+        len(requests),
+        len(retention),
+    )
+    if shown and more:
+        positions = [
+            _position(shown, kind, fetched, below[index])
+            for index, (kind, fetched) in enumerate(
+                ((REQUESTS, requests), (RETENTION, retention))
+            )
+        ]
+        ceiling = window.ceiling
+        if ceiling is None:
+            ceiling = max(positions)
+        page.next_cursor = window.cursor(cursors.Ordered(*positions), ceiling)
+    return AuditPage(page, ignored)
+
+
+def merge(first: Sequence[Row], second: Sequence[Row], limit: int) -> list[Row]:
+    """
+    Merge two tables' rows (each newest id first) by time, at most ``limit``.
+
+    Each step takes the newer of the two heads, so what is taken from either
+    table is always a prefix of its id order: the next page continues each
+    table right below the last row it showed, and nothing is skipped even
+    where a table's times do not follow its ids.
+    """
+    merged: list[Row] = []
+    i = j = 0
+    while len(merged) < limit and (i < len(first) or j < len(second)):
+        if j >= len(second) or (i < len(first) and first[i]["at"] >= second[j]["at"]):
+            merged.append(first[i])
+            i += 1
+        else:
+            merged.append(second[j])
+            j += 1
+    return merged
+
+
+def _position(
+    shown: Sequence[Row], kind: str, fetched: Sequence[Row], below: int | None
+) -> int:
+    """Return where the next page reads one table: below the last row shown."""
+    taken = [int(row["id"]) for row in shown if row["kind"] == kind]
+    if taken:
+        return min(taken)
+    if below is not None:
+        return below
+    # A first page that showed none of this table's rows: start above them.
+    return int(fetched[0]["id"]) + 1 if fetched else 1
+
+
+# -- what each row shows ------------------------------------------------------------
+
+
+def present(rows: list[Row], clock: Clock) -> list[Row]:
+    """Add each row's target link, tone and time (ids only: no join, no payload)."""
+    for row in rows:
+        row["tone"] = OUTCOME_TONES.get(row["outcome_class"], OTHER.tone)
+        row["when"] = clock.moment(row["at"])
+        execution, instance = row.get("job_execution_id"), row["job_instance_id"]
+        if execution is not None:
+            row["target_url"] = link("batchboard:execution", execution)
+            row["target_label"] = SafeString(f"#{int(execution)}")
+            row["target_kind"] = "execution"
+        elif instance is not None:
+            row["target_url"] = link("batchboard:instance", instance)
+            row["target_label"] = SafeString(f"#{int(instance)}")
+            row["target_kind"] = "instance"
+        if row["kind"] == RETENTION and row["action"] == "APPLY_PURGE":
+            row["purged"] = sum(int(row[name]) for name in v4.PURGE_COUNTERS)
+    return rows

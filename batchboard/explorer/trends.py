@@ -1,0 +1,269 @@
+"""
+A job's recent history at a glance: the duration trend and the steps grid.
+
+Both come from two bounded statements, whatever the history holds:
+
+- :func:`recent_runs` reads the job's latest :data:`TREND_RUNS` executions
+  (newest instance first, latest attempt first: the order the ``(job_name,
+  id DESC)`` and ``(job_instance_id, attempt DESC)`` indexes yield).
+- :func:`grid_steps` reads the steps of the newest :data:`GRID_RUNS` of
+  them, partition workers left out, at most :data:`GRID_STEP_ROWS` rows.
+
+:func:`trend` and :func:`grid` turn those rows into what the templates
+place (``batchboard/partials/job_trend.html`` and ``job_grid.html``): bar
+geometry in SVG user units, the median and p95 lines, and the grid's cells.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from django.db import connections
+from django.db.models import QuerySet
+from django.utils.safestring import SafeString
+
+from batchboard import conf
+from batchboard.explorer.pagination import Row
+from batchboard.explorer.presenters import Clock, look, url_pattern
+from batchboard.models import JobExecution, StepExecution
+
+#: Executions the trend draws, and the newest of them the grid shows.
+TREND_RUNS: Final = 100
+GRID_RUNS: Final = 25
+#: Step rows the grid reads at most (its statement's LIMIT).
+GRID_STEP_ROWS: Final = 1000
+#: oxide-batch names a partition's worker step with this prefix; the grid
+#: shows the partitioned step itself, not its workers.
+WORKER_PREFIX: Final = "__ob_partition_worker_"
+
+#: The trend's drawing area in SVG user units (the SVG scales to its box).
+WIDTH: Final = 600
+HEIGHT: Final = 120
+_GAP: Final = 1.0
+
+_RUN_COLUMNS = (
+    "id",
+    "status",
+    "attempt",
+    "job_instance_id",
+    "created_at",
+    "started_at",
+    "ended_at",
+)
+
+# One LATERAL read, as the overview's strips: the newest instances off the
+# (job_name, id DESC) index, each one's attempts off (job_instance_id,
+# attempt DESC), at most TREND_RUNS of each.
+_RUNS_SQL = (
+    "SELECT e.id, e.status, e.attempt, e.job_instance_id, e.created_at, "
+    "e.started_at, e.ended_at FROM ("
+    "  SELECT i.id FROM ob_job_instance i WHERE i.job_name = %s "
+    "  ORDER BY i.id DESC LIMIT %s"
+    ") AS newest CROSS JOIN LATERAL ("
+    "  SELECT x.id, x.status, x.attempt, x.job_instance_id, x.created_at, "
+    "  x.started_at, x.ended_at FROM ob_job_execution x "
+    "  WHERE x.job_instance_id = newest.id ORDER BY x.attempt DESC LIMIT %s"
+    ") AS e ORDER BY e.job_instance_id DESC, e.attempt DESC LIMIT %s"
+)
+
+
+def _using() -> str:
+    return conf.database_alias()
+
+
+def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
+    """Return a job's latest ``limit`` executions, newest first (one statement)."""
+    connection = connections[_using()]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_RUNS_SQL, [job_name, limit, limit, limit])
+            return [
+                dict(zip(_RUN_COLUMNS, row, strict=True)) for row in cursor.fetchall()
+            ]
+    return list(
+        JobExecution.objects.using(_using())
+        .filter(job_instance__job_name=job_name)
+        .order_by("-job_instance_id", "-attempt")
+        .values(*_RUN_COLUMNS)[:limit]
+    )
+
+
+def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
+    """Return the steps of ``execution_ids`` without partition workers, by id."""
+    if not execution_ids:
+        return []
+    steps: QuerySet[Any] = (
+        StepExecution.objects.using(_using())
+        .filter(job_execution_id__in=list(execution_ids))
+        .exclude(step_name__startswith=WORKER_PREFIX)
+        .order_by("id")
+        .values("id", "job_execution_id", "step_name", "status")
+    )
+    return list(steps[:GRID_STEP_ROWS])
+
+
+# -- the trend --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One execution's bar: SVG geometry, its tone, link and tooltip parts."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+    tone: str
+    url: SafeString
+    run: Row
+    duration: SafeString
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The trend's bars (oldest left) and its median and p95 lines."""
+
+    bars: list[Bar]
+    width: int = WIDTH
+    height: int = HEIGHT
+    median: SafeString | None = None
+    p95: SafeString | None = None
+    median_y: float | None = None
+    p95_y: float | None = None
+    scale: SafeString | None = None
+    #: Runs without a duration yet (never started).
+    unstarted: int = 0
+
+
+def _seconds(run: Row, now: datetime) -> float | None:
+    if run["started_at"] is None:
+        return None
+    started: datetime = run["started_at"]
+    ended: datetime = run["ended_at"] or now
+    return max((ended - started).total_seconds(), 0.0)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Return the nearest-rank percentile of ``values`` (not empty)."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def trend(runs: Sequence[Row], clock: Clock) -> Trend:
+    """
+    Lay out ``runs`` (newest first) as duration bars, oldest on the left.
+
+    Bars are scaled to the longest finished run; a running execution's bar
+    runs to now, clipped at the top. The median and p95 are nearest-rank over the started runs.
+    """
+    head, tail = url_pattern("batchboard:execution")
+    ordered = list(reversed(runs))
+    durations = [_seconds(run, clock.now) for run in ordered]
+    measured = [value for value in durations if value is not None]
+    if not ordered:
+        return Trend([])
+    # Scaled to the longest finished run, so one long-running execution
+    # does not flatten the rest; a bar over the scale is clipped at the top.
+    finished = [
+        value
+        for run, value in zip(ordered, durations, strict=True)
+        if value is not None and run["ended_at"] is not None
+    ]
+    top = max(finished or measured, default=0.0) or 1.0
+    slot = WIDTH / max(len(ordered), 1)
+    bars = []
+    for index, (run, seconds) in enumerate(zip(ordered, durations, strict=True)):
+        height = (
+            0.0 if seconds is None else min(max(HEIGHT * seconds / top, 1.0), HEIGHT)
+        )
+        bars.append(
+            Bar(
+                x=round(index * slot + _GAP / 2, 2),
+                y=round(HEIGHT - height, 2),
+                width=round(max(slot - _GAP, 0.5), 2),
+                height=round(height, 2),
+                tone=str(look(run["status"]).tone),
+                url=SafeString(f"{head}{int(run['id'])}{tail}"),
+                run=run,
+                duration=clock.duration(run["started_at"], run["ended_at"]),
+            )
+        )
+    if not measured:
+        return Trend(bars, unstarted=len(ordered))
+    median, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
+    return Trend(
+        bars,
+        median=clock.span(median),
+        p95=clock.span(p95),
+        median_y=round(max(HEIGHT - HEIGHT * median / top, 0.0), 2),
+        p95_y=round(max(HEIGHT - HEIGHT * p95 / top, 0.0), 2),
+        scale=clock.span(top),
+        unstarted=len(ordered) - len(measured),
+    )
+
+
+# -- the grid ---------------------------------------------------------------------
+
+
+@dataclass
+class GridRow:
+    """One step name and its cell per run (``None`` where it did not run)."""
+
+    name: str
+    cells: list[Row | None] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The grid's runs (oldest left, as the trend) and one row per step name."""
+
+    runs: list[Row]
+    rows: list[GridRow]
+    #: Whether the step rows hit GRID_STEP_ROWS (some cells may be missing).
+    truncated: bool = False
+
+
+def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
+    """
+    Place each run's steps in a steps x runs grid.
+
+    Step names are ordered by their first appearance (the lowest step id);
+    a name run twice in one execution shows its latest step.
+    """
+    run_head, run_tail = url_pattern("batchboard:execution")
+    step_head, step_tail = url_pattern("batchboard:step")
+    columns = list(reversed(runs))
+    index = {int(run["id"]): position for position, run in enumerate(columns)}
+    shown = [
+        {
+            **run,
+            "url": SafeString(f"{run_head}{int(run['id'])}{run_tail}"),
+            "tone": look(run["status"]).tone,
+        }
+        for run in columns
+    ]
+    rows: dict[str, GridRow] = {}
+    for step in steps:
+        name = step["step_name"]
+        row = rows.get(name)
+        if row is None:
+            row = rows[name] = GridRow(name, [None] * len(columns))
+        row.cells[index[int(step["job_execution_id"])]] = {
+            **step,
+            "url": SafeString(f"{step_head}{int(step['id'])}{step_tail}"),
+            "tone": look(step["status"]).tone,
+        }
+    return Grid(shown, list(rows.values()), len(steps) >= GRID_STEP_ROWS)
+
+
+def job_history(job_name: str, clock: Clock) -> dict[str, Any]:
+    """Return the job page's trend and grid (two statements)."""
+    runs = recent_runs(job_name)
+    newest = runs[:GRID_RUNS]
+    steps = grid_steps([int(run["id"]) for run in newest])
+    return {"trend": trend(runs, clock), "grid": grid(newest, steps)}

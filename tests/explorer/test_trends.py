@@ -1,0 +1,139 @@
+"""The job page's duration trend and steps grid: layout, page and statements."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from batchboard.explorer import trends
+from batchboard.explorer.presenters import Clock
+from tests import factories
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _run(pk: int, status: str, seconds: float | None) -> dict[str, object]:
+    started = None if seconds is None else NOW - timedelta(hours=1)
+    ended = None if started is None else started + timedelta(seconds=seconds)
+    return {
+        "id": pk,
+        "status": status,
+        "attempt": 1,
+        "job_instance_id": pk,
+        "created_at": NOW - timedelta(hours=2),
+        "started_at": started,
+        "ended_at": ended,
+    }
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(n) for n in range(1, 101)]
+    assert trends.percentile(values, 0.5) == 50
+    assert trends.percentile(values, 0.95) == 95
+    assert trends.percentile([7.0], 0.95) == 7
+
+
+def test_trend_draws_oldest_left_scaled_to_the_longest() -> None:
+    runs = [_run(3, "FAILED", 100), _run(2, "COMPLETED", 50), _run(1, "STARTING", None)]
+    drawn = trends.trend(runs, Clock(NOW))
+    assert [bar.run["id"] for bar in drawn.bars] == [1, 2, 3]
+    assert [bar.tone for bar in drawn.bars] == ["active", "good", "bad"]
+    unstarted, half, full = drawn.bars
+    assert unstarted.height == 0
+    assert half.height == trends.HEIGHT / 2
+    assert full.height == trends.HEIGHT and full.y == 0
+    assert drawn.unstarted == 1
+    # Nearest rank over the two started runs: median 50 s, p95 100 s.
+    assert drawn.median == "50 s" and drawn.p95 == "1 min 40 s"
+    assert drawn.median_y == trends.HEIGHT / 2 and drawn.p95_y == 0
+    assert all(bar.x + bar.width <= trends.WIDTH for bar in drawn.bars)
+
+
+def test_trend_of_no_runs_is_empty() -> None:
+    assert trends.trend([], Clock(NOW)).bars == []
+
+
+def test_grid_places_each_step_under_its_run() -> None:
+    runs = [_run(20, "FAILED", 5), _run(10, "COMPLETED", 5)]
+    steps = [
+        {"id": 1, "job_execution_id": 10, "step_name": "load", "status": "COMPLETED"},
+        {"id": 2, "job_execution_id": 10, "step_name": "report", "status": "COMPLETED"},
+        {"id": 3, "job_execution_id": 20, "step_name": "load", "status": "FAILED"},
+    ]
+    drawn = trends.grid(runs, steps)
+    assert [run["id"] for run in drawn.runs] == [10, 20]
+    load, report = drawn.rows
+    assert load.name == "load" and report.name == "report"
+    assert [cell and cell["status"] for cell in load.cells] == ["COMPLETED", "FAILED"]
+    assert report.cells[1] is None
+    assert load.cells[1] is not None
+    assert load.cells[1]["url"] == reverse("batchboard:step", args=[3])
+
+
+def _history(job: str, runs: int, steps_each: int) -> list[int]:
+    """``runs`` instances of ``job``, each with one execution of ``steps_each`` steps."""
+    ids = []
+    for index in range(runs):
+        status = "FAILED" if index % 3 == 0 else "COMPLETED"
+        execution = factories.execution(
+            factories.instance(job), status, duration=timedelta(seconds=10 + index)
+        )
+        for number in range(steps_each):
+            factories.step(execution, f"step-{number}", "COMPLETED")
+        factories.step(execution, f"{trends.WORKER_PREFIX}{'ab' * 32}", "COMPLETED")
+        ids.append(execution.pk)
+    return ids
+
+
+def test_job_page_draws_trend_and_grid(reader: Client, db: None) -> None:
+    ids = _history("nightly", 30, 2)
+    body = reader.get(reverse("batchboard:job", args=["nightly"])).content.decode()
+    assert body.count('class="bb-trend-bar ') == 30
+    assert 'class="bb-trend-bar bb-trend-bar--bad"' in body
+    assert "bb-trend-line--median" in body and "bb-trend-line--p95" in body
+    assert "style=" not in body
+    grid = body[body.index('class="bb-grid"') :]
+    # 25 newest runs, two step rows; partition workers are not rows.
+    assert grid.count('class="bb-grid-run ') == trends.GRID_RUNS
+    assert len(re.findall(r'<th scope="row" class="bb-grid-name">', grid)) == 2
+    assert trends.WORKER_PREFIX not in body
+    newest = ids[-1]
+    assert f'href="{reverse("batchboard:execution", args=[newest])}"' in grid
+    assert 'href="/steps/' in grid
+
+
+def test_job_page_statements_do_not_grow_with_history(reader: Client, db: None) -> None:
+    url = reverse("batchboard:job", args=["nightly"])
+    _history("nightly", 3, 1)
+    reader.get(url)
+    with CaptureQueriesContext(connection) as small:
+        reader.get(url)
+    _history("nightly", 40, 4)
+    with CaptureQueriesContext(connection) as large:
+        reader.get(url + "?size=500")
+    assert len(small) == len(large)
+    for query in large.captured_queries:
+        assert "OFFSET" not in query["sql"].upper()
+        assert "COUNT(" not in query["sql"].upper()
+
+
+@pytest.mark.parametrize("values", [False, True])
+def test_values_cost_one_statement_whatever_the_page(
+    reader: Client, value_reader: Client, db: None, values: bool
+) -> None:
+    client = value_reader if values else reader
+    url = reverse("batchboard:job", args=["nightly"])
+    _history("nightly", 2, 1)
+    client.get(url)
+    with CaptureQueriesContext(connection) as small:
+        client.get(url)
+    _history("nightly", 20, 1)
+    with CaptureQueriesContext(connection) as large:
+        client.get(url)
+    assert len(small) == len(large)
