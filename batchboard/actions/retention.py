@@ -45,7 +45,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import (
+    DateTimeField,
+    Exists,
+    IntegerField,
+    OuterRef,
+    TextField,
+)
+from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db, vocabulary
@@ -58,6 +65,7 @@ from batchboard.actions.results import (
     TargetNotFound,
 )
 from batchboard.digests import ParameterError, plan_digest, validate_name
+from batchboard.expressions import Unindexed
 from batchboard.models import (
     FlowDecision,
     JobExecution,
@@ -272,55 +280,93 @@ def _threshold(criteria: PurgeCriteria, at: datetime) -> datetime:
     return at - timedelta(seconds=criteria.min_age_seconds)
 
 
-def _eligible(criteria: PurgeCriteria, at: datetime) -> QuerySet[JobExecution]:
-    """Return the executions the survey selects (before the chain rule)."""
+def _survey(criteria: PurgeCriteria, at: datetime) -> list[tuple[int, int, int]]:
+    """
+    Return ``(instance, execution, version)`` the survey selects, by batch.
+
+    The statement walks the job's instances oldest first off the
+    ``(job_name, id DESC)`` index and each instance's executions off
+    ``(job_instance_id, attempt DESC)``, so it stops after the batch instead
+    of reading every execution of the statuses: it is ordered by the joined
+    instance's id (the same order as the execution's copy of it, but one
+    the nested loop yields), and on SQLite, which has no statistics to
+    weigh them by, the status and update time are compared unindexed.
+    """
     unresolved_siblings = JobExecution.objects.using(db.alias()).filter(
         job_instance_id=OuterRef("job_instance_id"), status__in=vocabulary.UNRESOLVED
     )
-    return (
+    table = JobInstance._meta.db_table
+    return list(
         JobExecution.objects.using(db.alias())
+        .alias(
+            bb_status=Unindexed("status", output_field=TextField()),
+            bb_updated=Unindexed("updated_at", output_field=DateTimeField()),
+            bb_instance=RawSQL(f'"{table}"."id"', (), output_field=IntegerField()),
+        )
         .filter(
             job_instance__job_name=criteria.job_name,
             job_instance__hold_actor__isnull=True,
-            status__in=criteria.statuses,
-            updated_at__lt=_threshold(criteria, at),
+            bb_status__in=criteria.statuses,
+            bb_updated__lt=_threshold(criteria, at),
         )
         .exclude(Exists(unresolved_siblings))
+        .order_by("bb_instance", "id")
+        .values_list("job_instance_id", "id", "version")[: criteria.batch]
     )
 
 
-def _referenced(planned: set[int]) -> set[int]:
-    """Return the planned executions that an execution outside ``planned`` needs."""
+def _referenced(planned: set[int], instances: Iterable[int]) -> set[int]:
+    """
+    Return the planned executions that an execution outside ``planned`` needs.
+
+    Only the executions of the planned ones' ``instances`` are searched:
+    the repository writes a restart, a reused decision's source step and a
+    partition's worker within one instance (spec 2.2, 7), and none of the
+    referencing columns has an index in oxide-batch's schema, so a search of
+    the whole table would read every execution, decision or partition. A
+    row another writer linked across instances is still caught: deleting
+    what it references fails its foreign key and rolls the purge back.
+    """
     if not planned:
         return set()
     ids = list(planned)
+    owners = sorted(set(instances))
     using = db.alias()
     restarted = (
         JobExecution.objects.using(using)
-        .filter(restart_of_execution_id__in=ids)
+        .filter(job_instance_id__in=owners, restart_of_execution_id__in=ids)
         .exclude(pk__in=ids)
         .values_list("restart_of_execution_id", flat=True)
     )
     sourced = (
         FlowDecision.objects.using(using)
-        .filter(source_step_execution__job_execution_id__in=ids)
+        .filter(
+            job_execution__job_instance_id__in=owners,
+            source_step_execution__job_execution_id__in=ids,
+        )
         .exclude(job_execution_id__in=ids)
         .values_list("source_step_execution__job_execution_id", flat=True)
     )
     worked = (
         StepPartition.objects.using(using)
-        .filter(worker_step_execution__job_execution_id__in=ids)
+        .filter(
+            step_execution__job_execution__job_instance_id__in=owners,
+            worker_step_execution__job_execution_id__in=ids,
+        )
         .exclude(step_execution__job_execution_id__in=ids)
         .values_list("worker_step_execution__job_execution_id", flat=True)
     )
     return set(restarted) | set(sourced) | set(worked)
 
 
-def _apply_chain_rule(planned: set[int]) -> tuple[set[int], set[int]]:
+def _apply_chain_rule(
+    planned: set[int], instances: Iterable[int]
+) -> tuple[set[int], set[int]]:
     """Drop referenced candidates until none is left; return (kept, left out)."""
     kept = set(planned)
+    owners = sorted(set(instances))
     while True:
-        blocked = _referenced(kept)
+        blocked = _referenced(kept, owners)
         if not blocked:
             return kept, planned - kept
         kept -= blocked
@@ -408,12 +454,10 @@ def plan_purge(
     )
     at = db.now()
     with transaction.atomic(using=db.alias()):
-        surveyed = list(
-            _eligible(criteria, at)
-            .order_by("job_instance_id", "id")
-            .values_list("job_instance_id", "id", "version")[: criteria.batch]
+        surveyed = _survey(criteria, at)
+        kept, left_out = _apply_chain_rule(
+            {e for _i, e, _v in surveyed}, (i for i, _e, _v in surveyed)
         )
-        kept, left_out = _apply_chain_rule({e for _i, e, _v in surveyed})
         candidates = tuple((i, e, v) for i, e, v in surveyed if e in kept)
         counts = _count_rows(
             [e for _i, e, _v in candidates], sorted({i for i, _e, _v in candidates})
@@ -483,18 +527,20 @@ def _revalidate(
             raise PlanStale(
                 _("execution #%(id)s changed since the plan.") % {"id": execution_id}
             )
-    unresolved = (
+    # Any one will do for the message; no order, so no sort.
+    running = list(
         JobExecution.objects.using(using)
         .filter(job_instance_id__in=instances, status__in=vocabulary.UNRESOLVED)
-        .values_list("id", flat=True)
-        .first()
+        .order_by()
+        .values_list("id", flat=True)[:1]
     )
-    if unresolved is not None:
+    if running:
+        (unresolved,) = running
         raise PlanStale(
             _("execution #%(id)s of a planned instance is running.")
             % {"id": unresolved}
         )
-    if _referenced(set(executions)):
+    if _referenced(set(executions), instances):
         raise PlanStale(_("a newer execution now references a planned one."))
 
 
@@ -515,11 +561,16 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
             return int(cursor.rowcount)
 
         # (1) Decisions that reused a planned decision keep their own row.
+        # A decision reuses one of its own instance (spec 7), so only the
+        # decisions of the planned instances are searched: the column has
+        # no index, and a search of every decision read the whole table.
         run(
             "UPDATE ob_flow_decision SET reused_decision_id = NULL WHERE"
-            f" reused_decision_id IN (SELECT id FROM ob_flow_decision"
+            " job_execution_id IN (SELECT id FROM ob_job_execution"
+            f" WHERE job_instance_id IN ({_in(instances)}))"
+            f" AND reused_decision_id IN (SELECT id FROM ob_flow_decision"
             f" WHERE job_execution_id IN ({e}))",
-            ids,
+            list(instances) + ids,
         )
         counts["deleted_flow_decisions"] = run(
             f"DELETE FROM ob_flow_decision WHERE job_execution_id IN ({e})", ids
