@@ -77,7 +77,7 @@ class Command(BenchmarkCommand):
                 raise CommandError("The history needs at least two executions.")
             depth = max(1, min(options["depth"], executions // 2))
             cursor.execute(
-                "SELECT id FROM ob_job_execution ORDER BY id DESC OFFSET %s LIMIT 1",
+                "SELECT id FROM ob_job_execution ORDER BY id DESC LIMIT 1 OFFSET %s",
                 [depth],
             )
             (key,) = cursor.fetchone()
