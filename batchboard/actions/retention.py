@@ -67,11 +67,9 @@ from batchboard.actions.results import (
 from batchboard.digests import ParameterError, plan_digest, validate_name
 from batchboard.expressions import Unindexed
 from batchboard.models import (
-    FlowDecision,
     JobExecution,
     JobInstance,
     RetentionAction,
-    StepPartition,
 )
 from batchboard.vocabulary import APPLIED, MAX_BIGINT, REPLAYED
 
@@ -329,34 +327,42 @@ def _referenced(planned: set[int], instances: Iterable[int]) -> set[int]:
     """
     if not planned:
         return set()
-    ids = list(planned)
-    owners = sorted(set(instances))
-    using = db.alias()
-    restarted = (
-        JobExecution.objects.using(using)
-        .filter(job_instance_id__in=owners, restart_of_execution_id__in=ids)
-        .exclude(pk__in=ids)
-        .values_list("restart_of_execution_id", flat=True)
+    ids = sorted(planned)
+    owners, owned = _among("x.job_instance_id", sorted(set(instances)))
+    outside, beside = _among("x.id", ids)
+    statements = (
+        # An execution outside the plan restarts a planned one.
+        ("x.restart_of_execution_id", "", "x.restart_of_execution_id"),
+        # A decision outside the plan names a planned execution's step.
+        (
+            "s.job_execution_id",
+            " JOIN ob_flow_decision d ON d.job_execution_id = x.id"
+            " JOIN ob_step_execution s ON s.id = d.source_step_execution_id",
+            "s.job_execution_id",
+        ),
+        # A partition under a step outside the plan names a planned worker.
+        (
+            "w.job_execution_id",
+            " JOIN ob_step_execution s ON s.job_execution_id = x.id"
+            " JOIN ob_step_partition p ON p.step_execution_id = s.id"
+            " JOIN ob_step_execution w ON w.id = p.worker_step_execution_id",
+            "w.job_execution_id",
+        ),
     )
-    sourced = (
-        FlowDecision.objects.using(using)
-        .filter(
-            job_execution__job_instance_id__in=owners,
-            source_step_execution__job_execution_id__in=ids,
+    branches = []
+    params: list[Any] = []
+    for column, joins, target in statements:
+        planned_target, targets = _among(target, ids)
+        branches.append(
+            f"SELECT {column} FROM ob_job_execution x{joins} WHERE {owners}"
+            f" AND NOT ({outside}) AND {planned_target}"
         )
-        .exclude(job_execution_id__in=ids)
-        .values_list("source_step_execution__job_execution_id", flat=True)
-    )
-    worked = (
-        StepPartition.objects.using(using)
-        .filter(
-            step_execution__job_execution__job_instance_id__in=owners,
-            worker_step_execution__job_execution_id__in=ids,
-        )
-        .exclude(step_execution__job_execution_id__in=ids)
-        .values_list("worker_step_execution__job_execution_id", flat=True)
-    )
-    return set(restarted) | set(sourced) | set(worked)
+        params += owned + beside + targets
+    # One statement, one round trip: each branch starts from the planned
+    # instances' executions on (job_instance_id, attempt DESC).
+    with db.connection().cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(branches), params)
+        return {int(row[0]) for row in cursor.fetchall()}
 
 
 def _apply_chain_rule(
@@ -372,8 +378,16 @@ def _apply_chain_rule(
         kept -= blocked
 
 
-def _in(ids: Sequence[int]) -> str:
-    return ", ".join(["%s"] * len(ids))
+def _among(column: str, values: Sequence[int]) -> tuple[str, list[Any]]:
+    """
+    Return ``column`` is one of ``values`` as SQL and its parameters.
+
+    PostgreSQL takes the values as one array: a list of a thousand
+    placeholders cost more to bind and parse than the statement to run.
+    """
+    if db.connection().vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
 def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str, int]:
@@ -381,37 +395,35 @@ def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str
     counts = dict.fromkeys(COUNT_FIELDS, 0)
     if not executions:
         return counts
-    e = _in(executions)
-    steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
+    planned, ids = _among("job_execution_id", executions)
+    steps = f"SELECT id FROM ob_step_execution WHERE {planned}"
     statements = {
         "deleted_flow_decisions": (
-            f"SELECT COUNT(*) FROM ob_flow_decision WHERE job_execution_id IN ({e})"
+            f"SELECT COUNT(*) FROM ob_flow_decision WHERE {planned}"
         ),
         "deleted_recovery_decisions": (
-            f"SELECT COUNT(*) FROM ob_recovery_decision WHERE job_execution_id IN ({e})"
+            f"SELECT COUNT(*) FROM ob_recovery_decision WHERE {planned}"
         ),
         "deleted_step_partitions": (
             f"SELECT COUNT(*) FROM ob_step_partition WHERE step_execution_id IN ({steps})"
         ),
         "deleted_step_executions": (
-            f"SELECT COUNT(*) FROM ob_step_execution WHERE job_execution_id IN ({e})"
+            f"SELECT COUNT(*) FROM ob_step_execution WHERE {planned}"
         ),
     }
     with db.connection().cursor() as cursor:
         for name, sql in statements.items():
-            cursor.execute(sql, list(executions))
+            cursor.execute(sql, ids)
             counts[name] = int(cursor.fetchone()[0])
         emptied = _emptied(cursor, executions, instances)
-        cursor.execute(
-            f"SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IN ({e})",
-            list(executions),
-        )
+        cursor.execute(f"SELECT COUNT(*) FROM ob_operator_request WHERE {planned}", ids)
         requests = int(cursor.fetchone()[0])
         if emptied:
+            owners, owned = _among("job_instance_id", emptied)
             cursor.execute(
                 "SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IS NULL"
-                f" AND job_instance_id IN ({_in(emptied)})",
-                emptied,
+                f" AND {owners}",
+                owned,
             )
             requests += int(cursor.fetchone()[0])
     counts["deleted_operator_requests"] = requests
@@ -426,12 +438,14 @@ def _emptied(
     """Return the instances that have no execution outside ``executions``."""
     if not instances:
         return []
+    owners, owned = _among("i.id", instances)
+    planned, ids = _among("x.id", executions)
     cursor.execute(
-        f"SELECT i.id FROM ob_job_instance i WHERE i.id IN ({_in(instances)})"
+        f"SELECT i.id FROM ob_job_instance i WHERE {owners}"
         " AND NOT EXISTS (SELECT 1 FROM ob_job_execution x"
-        f" WHERE x.job_instance_id = i.id AND x.id NOT IN ({_in(executions)}))"
+        f" WHERE x.job_instance_id = i.id AND NOT ({planned}))"
         " ORDER BY i.id",
-        list(instances) + list(executions),
+        owned + ids,
     )
     return [int(row[0]) for row in cursor.fetchall()]
 
@@ -551,12 +565,11 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         return counts
     instances = sorted({i for i, _e, _v in candidates})
     executions = [e for _i, e, _v in candidates]
-    e = _in(executions)
-    ids = list(executions)
-    steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
+    planned, ids = _among("job_execution_id", executions)
+    steps = f"SELECT id FROM ob_step_execution WHERE {planned}"
     with db.connection().cursor() as cursor:
 
-        def run(sql: str, params: list[int]) -> int:
+        def run(sql: str, params: list[Any]) -> int:
             cursor.execute(sql, params)
             return int(cursor.rowcount)
 
@@ -564,23 +577,21 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         # A decision reuses one of its own instance (spec 7), so only the
         # decisions of the planned instances are searched: the column has
         # no index, and a search of every decision read the whole table.
+        owners, owned = _among("job_instance_id", instances)
         run(
             "UPDATE ob_flow_decision SET reused_decision_id = NULL WHERE"
-            " job_execution_id IN (SELECT id FROM ob_job_execution"
-            f" WHERE job_instance_id IN ({_in(instances)}))"
-            f" AND reused_decision_id IN (SELECT id FROM ob_flow_decision"
-            f" WHERE job_execution_id IN ({e}))",
-            list(instances) + ids,
+            f" job_execution_id IN (SELECT id FROM ob_job_execution WHERE {owners})"
+            " AND reused_decision_id IN (SELECT id FROM ob_flow_decision"
+            f" WHERE {planned})",
+            owned + ids,
         )
         counts["deleted_flow_decisions"] = run(
-            f"DELETE FROM ob_flow_decision WHERE job_execution_id IN ({e})", ids
+            f"DELETE FROM ob_flow_decision WHERE {planned}", ids
         )
         counts["deleted_recovery_decisions"] = run(
-            f"DELETE FROM ob_recovery_decision WHERE job_execution_id IN ({e})", ids
+            f"DELETE FROM ob_recovery_decision WHERE {planned}", ids
         )
-        requests = run(
-            f"DELETE FROM ob_operator_request WHERE job_execution_id IN ({e})", ids
-        )
+        requests = run(f"DELETE FROM ob_operator_request WHERE {planned}", ids)
         counts["deleted_step_partitions"] = run(
             f"DELETE FROM ob_step_partition WHERE step_execution_id IN ({steps})", ids
         )
@@ -588,17 +599,18 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         # column for it).
         run(f"DELETE FROM ob_component_state WHERE step_execution_id IN ({steps})", ids)
         counts["deleted_step_executions"] = run(
-            f"DELETE FROM ob_step_execution WHERE job_execution_id IN ({e})", ids
+            f"DELETE FROM ob_step_execution WHERE {planned}", ids
         )
         if db.connection().vendor == "sqlite":
             # SQLite checks RESTRICT row by row, so a restart chain deleted in
             # one statement trips over itself; PostgreSQL checks at the end
             # of the statement (and the retention role may not update this
             # column there).
+            restarts, chain = _among("id", executions)
             run(
                 "UPDATE ob_job_execution SET restart_of_execution_id = NULL"
-                f" WHERE id IN ({e})",
-                ids,
+                f" WHERE {restarts}",
+                chain,
             )
         # Compare-and-delete: an execution whose version moved since the
         # re-validation is not deleted, and the short count rolls back the
@@ -613,19 +625,19 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         counts["deleted_job_executions"] = deleted
         emptied = _emptied(cursor, executions, instances)
         if emptied:
-            placeholders = _in(emptied)
+            gone, held = _among("job_instance_id", emptied)
             requests += run(
                 "DELETE FROM ob_operator_request WHERE job_execution_id IS NULL"
-                f" AND job_instance_id IN ({placeholders})",
-                emptied,
+                f" AND {gone}",
+                held,
             )
             run(
-                "UPDATE ob_retention_action SET job_instance_id = NULL"
-                f" WHERE job_instance_id IN ({placeholders})",
-                emptied,
+                f"UPDATE ob_retention_action SET job_instance_id = NULL WHERE {gone}",
+                held,
             )
+            emptied_ids, kept = _among("id", emptied)
             counts["deleted_job_instances"] = run(
-                f"DELETE FROM ob_job_instance WHERE id IN ({placeholders})", emptied
+                f"DELETE FROM ob_job_instance WHERE {emptied_ids}", kept
             )
         counts["deleted_operator_requests"] = requests
     return counts
