@@ -45,7 +45,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import (
+    DateTimeField,
+    Exists,
+    IntegerField,
+    OuterRef,
+    TextField,
+)
+from django.db.models.expressions import RawSQL
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db, vocabulary
@@ -58,12 +65,11 @@ from batchboard.actions.results import (
     TargetNotFound,
 )
 from batchboard.digests import ParameterError, plan_digest, validate_name
+from batchboard.expressions import Unindexed
 from batchboard.models import (
-    FlowDecision,
     JobExecution,
     JobInstance,
     RetentionAction,
-    StepPartition,
 )
 from batchboard.vocabulary import APPLIED, MAX_BIGINT, REPLAYED, parse_whole_number
 
@@ -270,62 +276,116 @@ def _threshold(criteria: PurgeCriteria, at: datetime) -> datetime:
     return at - timedelta(seconds=criteria.min_age_seconds)
 
 
-def _eligible(criteria: PurgeCriteria, at: datetime) -> QuerySet[JobExecution]:
-    """Return the executions the survey selects (before the chain rule)."""
+def _survey(criteria: PurgeCriteria, at: datetime) -> list[tuple[int, int, int]]:
+    """
+    Return ``(instance, execution, version)`` the survey selects, by batch.
+
+    The statement walks the job's instances oldest first off the
+    ``(job_name, id DESC)`` index and each instance's executions off
+    ``(job_instance_id, attempt DESC)``, so it stops after the batch instead
+    of reading every execution of the statuses: it is ordered by the joined
+    instance's id (the same order as the execution's copy of it, but one
+    the nested loop yields), and on SQLite, which has no statistics to
+    weigh them by, the status and update time are compared unindexed.
+    """
     unresolved_siblings = JobExecution.objects.using(db.alias()).filter(
         job_instance_id=OuterRef("job_instance_id"), status__in=vocabulary.UNRESOLVED
     )
-    return (
+    table = JobInstance._meta.db_table
+    return list(
         JobExecution.objects.using(db.alias())
+        .alias(
+            bb_status=Unindexed("status", output_field=TextField()),
+            bb_updated=Unindexed("updated_at", output_field=DateTimeField()),
+            bb_instance=RawSQL(f'"{table}"."id"', (), output_field=IntegerField()),
+        )
         .filter(
             job_instance__job_name=criteria.job_name,
             job_instance__hold_actor__isnull=True,
-            status__in=criteria.statuses,
-            updated_at__lt=_threshold(criteria, at),
+            bb_status__in=criteria.statuses,
+            bb_updated__lt=_threshold(criteria, at),
         )
         .exclude(Exists(unresolved_siblings))
+        .order_by("bb_instance", "id")
+        .values_list("job_instance_id", "id", "version")[: criteria.batch]
     )
 
 
-def _referenced(planned: set[int]) -> set[int]:
-    """Return the planned executions that an execution outside ``planned`` needs."""
+def _referenced(planned: set[int], instances: Iterable[int]) -> set[int]:
+    """
+    Return the planned executions that an execution outside ``planned`` needs.
+
+    Only the executions of the planned ones' ``instances`` are searched:
+    the repository writes a restart, a reused decision's source step and a
+    partition's worker within one instance (spec 2.2, 7), and none of the
+    referencing columns has an index in oxide-batch's schema, so a search of
+    the whole table would read every execution, decision or partition. A
+    row another writer linked across instances is still caught: deleting
+    what it references fails its foreign key and rolls the purge back.
+    """
     if not planned:
         return set()
-    ids = list(planned)
-    using = db.alias()
-    restarted = (
-        JobExecution.objects.using(using)
-        .filter(restart_of_execution_id__in=ids)
-        .exclude(pk__in=ids)
-        .values_list("restart_of_execution_id", flat=True)
+    ids = sorted(planned)
+    owners, owned = _among("x.job_instance_id", sorted(set(instances)))
+    outside, beside = _among("x.id", ids)
+    statements = (
+        # An execution outside the plan restarts a planned one.
+        ("x.restart_of_execution_id", "", "x.restart_of_execution_id"),
+        # A decision outside the plan names a planned execution's step.
+        (
+            "s.job_execution_id",
+            " JOIN ob_flow_decision d ON d.job_execution_id = x.id"
+            " JOIN ob_step_execution s ON s.id = d.source_step_execution_id",
+            "s.job_execution_id",
+        ),
+        # A partition under a step outside the plan names a planned worker.
+        (
+            "w.job_execution_id",
+            " JOIN ob_step_execution s ON s.job_execution_id = x.id"
+            " JOIN ob_step_partition p ON p.step_execution_id = s.id"
+            " JOIN ob_step_execution w ON w.id = p.worker_step_execution_id",
+            "w.job_execution_id",
+        ),
     )
-    sourced = (
-        FlowDecision.objects.using(using)
-        .filter(source_step_execution__job_execution_id__in=ids)
-        .exclude(job_execution_id__in=ids)
-        .values_list("source_step_execution__job_execution_id", flat=True)
-    )
-    worked = (
-        StepPartition.objects.using(using)
-        .filter(worker_step_execution__job_execution_id__in=ids)
-        .exclude(step_execution__job_execution_id__in=ids)
-        .values_list("worker_step_execution__job_execution_id", flat=True)
-    )
-    return set(restarted) | set(sourced) | set(worked)
+    branches = []
+    params: list[Any] = []
+    for column, joins, target in statements:
+        planned_target, targets = _among(target, ids)
+        branches.append(
+            f"SELECT {column} FROM ob_job_execution x{joins} WHERE {owners}"
+            f" AND NOT ({outside}) AND {planned_target}"
+        )
+        params += owned + beside + targets
+    # One statement, one round trip: each branch starts from the planned
+    # instances' executions on (job_instance_id, attempt DESC).
+    with db.connection().cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(branches), params)
+        return {int(row[0]) for row in cursor.fetchall()}
 
 
-def _apply_chain_rule(planned: set[int]) -> tuple[set[int], set[int]]:
+def _apply_chain_rule(
+    planned: set[int], instances: Iterable[int]
+) -> tuple[set[int], set[int]]:
     """Drop referenced candidates until none is left; return (kept, left out)."""
     kept = set(planned)
+    owners = sorted(set(instances))
     while True:
-        blocked = _referenced(kept)
+        blocked = _referenced(kept, owners)
         if not blocked:
             return kept, planned - kept
         kept -= blocked
 
 
-def _in(ids: Sequence[int]) -> str:
-    return ", ".join(["%s"] * len(ids))
+def _among(column: str, values: Sequence[int]) -> tuple[str, list[Any]]:
+    """
+    Return ``column`` is one of ``values`` as SQL and its parameters.
+
+    PostgreSQL takes the values as one array: a list of a thousand
+    placeholders cost more to bind and parse than the statement to run.
+    """
+    if db.connection().vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
 def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str, int]:
@@ -333,37 +393,35 @@ def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str
     counts = dict.fromkeys(COUNT_FIELDS, 0)
     if not executions:
         return counts
-    e = _in(executions)
-    steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
+    planned, ids = _among("job_execution_id", executions)
+    steps = f"SELECT id FROM ob_step_execution WHERE {planned}"
     statements = {
         "deleted_flow_decisions": (
-            f"SELECT COUNT(*) FROM ob_flow_decision WHERE job_execution_id IN ({e})"
+            f"SELECT COUNT(*) FROM ob_flow_decision WHERE {planned}"
         ),
         "deleted_recovery_decisions": (
-            f"SELECT COUNT(*) FROM ob_recovery_decision WHERE job_execution_id IN ({e})"
+            f"SELECT COUNT(*) FROM ob_recovery_decision WHERE {planned}"
         ),
         "deleted_step_partitions": (
             f"SELECT COUNT(*) FROM ob_step_partition WHERE step_execution_id IN ({steps})"
         ),
         "deleted_step_executions": (
-            f"SELECT COUNT(*) FROM ob_step_execution WHERE job_execution_id IN ({e})"
+            f"SELECT COUNT(*) FROM ob_step_execution WHERE {planned}"
         ),
     }
     with db.connection().cursor() as cursor:
         for name, sql in statements.items():
-            cursor.execute(sql, list(executions))
+            cursor.execute(sql, ids)
             counts[name] = int(cursor.fetchone()[0])
         emptied = _emptied(cursor, executions, instances)
-        cursor.execute(
-            f"SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IN ({e})",
-            list(executions),
-        )
+        cursor.execute(f"SELECT COUNT(*) FROM ob_operator_request WHERE {planned}", ids)
         requests = int(cursor.fetchone()[0])
         if emptied:
+            owners, owned = _among("job_instance_id", emptied)
             cursor.execute(
                 "SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IS NULL"
-                f" AND job_instance_id IN ({_in(emptied)})",
-                emptied,
+                f" AND {owners}",
+                owned,
             )
             requests += int(cursor.fetchone()[0])
     counts["deleted_operator_requests"] = requests
@@ -378,12 +436,14 @@ def _emptied(
     """Return the instances that have no execution outside ``executions``."""
     if not instances:
         return []
+    owners, owned = _among("i.id", instances)
+    planned, ids = _among("x.id", executions)
     cursor.execute(
-        f"SELECT i.id FROM ob_job_instance i WHERE i.id IN ({_in(instances)})"
+        f"SELECT i.id FROM ob_job_instance i WHERE {owners}"
         " AND NOT EXISTS (SELECT 1 FROM ob_job_execution x"
-        f" WHERE x.job_instance_id = i.id AND x.id NOT IN ({_in(executions)}))"
+        f" WHERE x.job_instance_id = i.id AND NOT ({planned}))"
         " ORDER BY i.id",
-        list(instances) + list(executions),
+        owned + ids,
     )
     return [int(row[0]) for row in cursor.fetchall()]
 
@@ -406,12 +466,10 @@ def plan_purge(
     )
     at = db.now()
     with transaction.atomic(using=db.alias()):
-        surveyed = list(
-            _eligible(criteria, at)
-            .order_by("job_instance_id", "id")
-            .values_list("job_instance_id", "id", "version")[: criteria.batch]
+        surveyed = _survey(criteria, at)
+        kept, left_out = _apply_chain_rule(
+            {e for _i, e, _v in surveyed}, (i for i, _e, _v in surveyed)
         )
-        kept, left_out = _apply_chain_rule({e for _i, e, _v in surveyed})
         candidates = tuple((i, e, v) for i, e, v in surveyed if e in kept)
         counts = _count_rows(
             [e for _i, e, _v in candidates], sorted({i for i, _e, _v in candidates})
@@ -481,18 +539,20 @@ def _revalidate(
             raise PlanStale(
                 _("execution #%(id)s changed since the plan.") % {"id": execution_id}
             )
-    unresolved = (
+    # Any one will do for the message; no order, so no sort.
+    running = list(
         JobExecution.objects.using(using)
         .filter(job_instance_id__in=instances, status__in=vocabulary.UNRESOLVED)
-        .values_list("id", flat=True)
-        .first()
+        .order_by()
+        .values_list("id", flat=True)[:1]
     )
-    if unresolved is not None:
+    if running:
+        (unresolved,) = running
         raise PlanStale(
             _("execution #%(id)s of a planned instance is running.")
             % {"id": unresolved}
         )
-    if _referenced(set(executions)):
+    if _referenced(set(executions), instances):
         raise PlanStale(_("a newer execution now references a planned one."))
 
 
@@ -503,31 +563,33 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         return counts
     instances = sorted({i for i, _e, _v in candidates})
     executions = [e for _i, e, _v in candidates]
-    e = _in(executions)
-    ids = list(executions)
-    steps = f"SELECT id FROM ob_step_execution WHERE job_execution_id IN ({e})"
+    planned, ids = _among("job_execution_id", executions)
+    steps = f"SELECT id FROM ob_step_execution WHERE {planned}"
     with db.connection().cursor() as cursor:
 
-        def run(sql: str, params: list[int]) -> int:
+        def run(sql: str, params: list[Any]) -> int:
             cursor.execute(sql, params)
             return int(cursor.rowcount)
 
         # (1) Decisions that reused a planned decision keep their own row.
+        # A decision reuses one of its own instance (spec 7), so only the
+        # decisions of the planned instances are searched: the column has
+        # no index, and a search of every decision read the whole table.
+        owners, owned = _among("job_instance_id", instances)
         run(
             "UPDATE ob_flow_decision SET reused_decision_id = NULL WHERE"
-            f" reused_decision_id IN (SELECT id FROM ob_flow_decision"
-            f" WHERE job_execution_id IN ({e}))",
-            ids,
+            f" job_execution_id IN (SELECT id FROM ob_job_execution WHERE {owners})"
+            " AND reused_decision_id IN (SELECT id FROM ob_flow_decision"
+            f" WHERE {planned})",
+            owned + ids,
         )
         counts["deleted_flow_decisions"] = run(
-            f"DELETE FROM ob_flow_decision WHERE job_execution_id IN ({e})", ids
+            f"DELETE FROM ob_flow_decision WHERE {planned}", ids
         )
         counts["deleted_recovery_decisions"] = run(
-            f"DELETE FROM ob_recovery_decision WHERE job_execution_id IN ({e})", ids
+            f"DELETE FROM ob_recovery_decision WHERE {planned}", ids
         )
-        requests = run(
-            f"DELETE FROM ob_operator_request WHERE job_execution_id IN ({e})", ids
-        )
+        requests = run(f"DELETE FROM ob_operator_request WHERE {planned}", ids)
         counts["deleted_step_partitions"] = run(
             f"DELETE FROM ob_step_partition WHERE step_execution_id IN ({steps})", ids
         )
@@ -535,17 +597,18 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         # column for it).
         run(f"DELETE FROM ob_component_state WHERE step_execution_id IN ({steps})", ids)
         counts["deleted_step_executions"] = run(
-            f"DELETE FROM ob_step_execution WHERE job_execution_id IN ({e})", ids
+            f"DELETE FROM ob_step_execution WHERE {planned}", ids
         )
         if db.connection().vendor == "sqlite":
             # SQLite checks RESTRICT row by row, so a restart chain deleted in
             # one statement trips over itself; PostgreSQL checks at the end
             # of the statement (and the retention role may not update this
             # column there).
+            restarts, chain = _among("id", executions)
             run(
                 "UPDATE ob_job_execution SET restart_of_execution_id = NULL"
-                f" WHERE id IN ({e})",
-                ids,
+                f" WHERE {restarts}",
+                chain,
             )
         # Compare-and-delete: an execution whose version moved since the
         # re-validation is not deleted, and the short count rolls back the
@@ -560,19 +623,19 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         counts["deleted_job_executions"] = deleted
         emptied = _emptied(cursor, executions, instances)
         if emptied:
-            placeholders = _in(emptied)
+            gone, held = _among("job_instance_id", emptied)
             requests += run(
                 "DELETE FROM ob_operator_request WHERE job_execution_id IS NULL"
-                f" AND job_instance_id IN ({placeholders})",
-                emptied,
+                f" AND {gone}",
+                held,
             )
             run(
-                "UPDATE ob_retention_action SET job_instance_id = NULL"
-                f" WHERE job_instance_id IN ({placeholders})",
-                emptied,
+                f"UPDATE ob_retention_action SET job_instance_id = NULL WHERE {gone}",
+                held,
             )
+            emptied_ids, kept = _among("id", emptied)
             counts["deleted_job_instances"] = run(
-                f"DELETE FROM ob_job_instance WHERE id IN ({placeholders})", emptied
+                f"DELETE FROM ob_job_instance WHERE {emptied_ids}", kept
             )
         counts["deleted_operator_requests"] = requests
     return counts

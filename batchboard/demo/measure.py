@@ -16,13 +16,10 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
 from django.http import HttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.test import RequestFactory
 from django.urls import resolve
-
-from batchboard import conf
 
 #: Rounds rendered before any time is kept: they warm caches.
 WARM_ROUNDS = 2
@@ -90,7 +87,7 @@ def measure(timers: Iterable[Timer], repeat: int) -> None:
 
 
 class BenchmarkCommand(BaseCommand):
-    """A benchmark of pages on the PostgreSQL metadata database."""
+    """A benchmark of pages on the metadata database (PostgreSQL or SQLite)."""
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -114,13 +111,3 @@ class BenchmarkCommand(BaseCommand):
         )
         self.stdout.write(header)
         self.stdout.write("-" * len(header))
-
-    def postgresql_alias(self) -> str:
-        """Return the metadata alias, refusing any database but PostgreSQL."""
-        alias = conf.database_alias()
-        if connections[alias].vendor != "postgresql":
-            raise CommandError(
-                "The benchmark needs the metadata on PostgreSQL: set "
-                "BATCHBOARD_DATABASE_URL (or DATABASE_URL) to a postgresql:// URL."
-            )
-        return alias

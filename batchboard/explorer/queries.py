@@ -51,6 +51,7 @@ from batchboard import conf, cursors
 from batchboard.cursors import Key, QuerySpec
 from batchboard.explorer import pagination
 from batchboard.explorer.pagination import CEILING, Page, Row, assemble, values_rows
+from batchboard.expressions import Unindexed
 from batchboard.models import (
     FlowDecision,
     JobDefinition,
@@ -186,28 +187,6 @@ def _max_id(queryset: QuerySet[Any]) -> Coalesce:
         Value(0),
         output_field=IntegerField(),
     )
-
-
-class Unindexed(Func):
-    """
-    A column SQLite must not pick an index for (``+column``); as is elsewhere.
-
-    Where a list is driven from another index (a job's instances), an
-    equality on a second column would otherwise tempt SQLite, which has no
-    column statistics, to start from that column's index and sort.
-    """
-
-    template = "%(expressions)s"
-
-    def as_sqlite(
-        self,
-        compiler: SQLCompiler,
-        connection: BaseDatabaseWrapper,
-        **extra_context: Any,
-    ) -> Any:
-        return self.as_sql(
-            compiler, connection, template="+%(expressions)s", **extra_context
-        )
 
 
 # -- what each record shows ---------------------------------------------------------

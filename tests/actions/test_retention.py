@@ -381,8 +381,10 @@ def test_a_reused_decision_is_detached_not_blocking(admin_user: User) -> None:
     old = factories.execution(
         "FAILED", job_instance=job_instance, updated_at=factories.ago(**OLD)
     )
+    # A later attempt of the same instance (the repository reuses decisions
+    # within an instance only) that cites a decision of the old one.
     new = factories.execution(
-        "COMPLETED", job_instance=factories.instance(), updated_at=factories.ago(days=1)
+        "COMPLETED", job_instance=job_instance, updated_at=factories.ago(days=1)
     )
     reused = factories.flow_decision(old)
     citing = factories.flow_decision(new, reused=reused)
@@ -390,6 +392,30 @@ def test_a_reused_decision_is_detached_not_blocking(admin_user: User) -> None:
     assert [e for _i, e, _v in plan.candidates] == [old.pk]
     _apply(admin_user, plan, "op-reuse")
     assert FlowDecision.objects.get(pk=citing.pk).reused_decision_id is None
+    assert FlowDecision.objects.filter(pk=citing.pk).exists()
+
+
+def test_a_reference_across_instances_rolls_the_purge_back(
+    admin_user: User,
+) -> None:
+    """
+    A row no repository writes (a decision reusing another instance's) is
+    not searched for, but the foreign key still stops the purge whole.
+    """
+    old = factories.execution(
+        "FAILED", job_instance=factories.instance(), updated_at=factories.ago(**OLD)
+    )
+    new = factories.execution(
+        "COMPLETED", job_instance=factories.instance(), updated_at=factories.ago(days=1)
+    )
+    factories.flow_decision(new, reused=factories.flow_decision(old))
+    plan = _plan(admin_user)
+    assert [e for _i, e, _v in plan.candidates] == [old.pk]
+    before = _table_counts()
+    with pytest.raises(actions.ActionError):
+        _apply(admin_user, plan, "op-across")
+    assert _table_counts() == before
+    assert not RetentionAction.objects.filter(action="APPLY_PURGE").exists()
 
 
 def test_a_held_instance_is_never_purged(admin_user: User) -> None:

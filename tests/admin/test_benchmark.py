@@ -1,4 +1,4 @@
-"""The admin benchmark command: PostgreSQL only, and it only reads."""
+"""The admin benchmark command: on PostgreSQL and SQLite, and it only reads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import io
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.db import connections
 
 from batchboard import conf
@@ -15,16 +14,6 @@ from tests.factories import actions as factories
 
 
 @pytest.mark.django_db
-def test_the_benchmark_needs_postgresql() -> None:
-    """On SQLite the command refuses with the variable to set."""
-    if connections[conf.database_alias()].vendor == "postgresql":
-        pytest.skip("the refusal is SQLite's")
-    with pytest.raises(CommandError, match="BATCHBOARD_DATABASE_URL"):
-        call_command("batchboard_benchmark_admin", stdout=io.StringIO())
-
-
-@pytest.mark.postgresql
-@pytest.mark.django_db
 def test_the_benchmark_prints_the_table_and_writes_nothing() -> None:
     """A small run prints both pages at both depths and leaves rows as they were."""
     definition = factories.definition()
@@ -32,14 +21,23 @@ def test_the_benchmark_prints_the_table_and_writes_nothing() -> None:
         factories.execution(status, job_definition=definition)
     before = list(JobExecution.objects.order_by("id").values())
     out = io.StringIO()
+    connection = connections[conf.database_alias()]
+    sqlite = connection.vendor == "sqlite"
     try:
         call_command("batchboard_benchmark_admin", depth=2, repeat=1, stdout=out)
-        with connections[conf.database_alias()].cursor() as cursor:
-            cursor.execute("SHOW default_transaction_read_only")
-            assert cursor.fetchone()[0] == "on"
+        with connection.cursor() as cursor:
+            if sqlite:
+                cursor.execute("PRAGMA query_only")
+                assert cursor.fetchone()[0] == 1
+            else:
+                cursor.execute("SHOW default_transaction_read_only")
+                assert cursor.fetchone()[0] == "on"
     finally:
-        with connections[conf.database_alias()].cursor() as cursor:
-            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
+        with connection.cursor() as cursor:
+            if sqlite:
+                cursor.execute("PRAGMA query_only = OFF")
+            else:
+                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
     text = out.getvalue()
     assert "History: 6 executions; deep = 2 rows in" in text
     assert "Deep admin page: 1 statement(s), no OFFSET, no COUNT." in text

@@ -1,4 +1,4 @@
-"""The benchmark command: refuses SQLite, prints a table on PostgreSQL."""
+"""The benchmark command: on either backend, refuses thin histories, prints a table."""
 
 from __future__ import annotations
 
@@ -7,42 +7,83 @@ import io
 import pytest
 from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
-from django.db import connection
+
+from batchboard import vocabulary
+from batchboard.demo import bulk
+from batchboard.demo.management.commands import batchboard_benchmark
+from batchboard.models import FlowDecision, JobExecution, StepExecution
+from tests import factories
+
+
+def test_unresolved_needed_scales_with_the_history() -> None:
+    assert batchboard_benchmark.unresolved_needed(2_000_000) == 300
+    assert batchboard_benchmark.unresolved_needed(4_000_000) == 300
+    assert batchboard_benchmark.unresolved_needed(1_000_000) == 150
+    assert batchboard_benchmark.unresolved_needed(300) == 1
 
 
 @pytest.mark.django_db
-def test_benchmark_needs_postgresql() -> None:
-    if connection.vendor == "postgresql":
-        pytest.skip("runs on SQLite only")
-    with pytest.raises(CommandError, match="needs the metadata on PostgreSQL"):
-        call_command("batchboard_benchmark", executions=200, stdout=io.StringIO())
+def test_a_history_of_few_job_names_is_refused() -> None:
+    for index in range(100):
+        status = "STARTED" if index % 10 == 0 else "COMPLETED"
+        factories.execution(factories.instance(f"job-{index % 3}"), status)
+    with pytest.raises(CommandError, match="3 job names and 10 unresolved"):
+        call_command(
+            "batchboard_benchmark", executions=100, repeat=3, stdout=io.StringIO()
+        )
 
 
-@pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
-def test_benchmark_seeds_and_prints_every_list_page(
+def test_a_history_with_few_unresolved_rows_is_refused() -> None:
+    bulk.bulk_load(3000, seed=3, workers=1)
+    running = JobExecution.objects.filter(status__in=vocabulary.UNRESOLVED)
+    FlowDecision.objects.filter(job_execution__in=running).delete()
+    StepExecution.objects.filter(job_execution__in=running).delete()
+    running.delete()
+    with pytest.raises(CommandError, match="42 job names and 0 unresolved"):
+        call_command(
+            "batchboard_benchmark", executions=2000, repeat=3, stdout=io.StringIO()
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_benchmark_seeds_and_prints_every_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if "batchboard_seed" not in get_commands():
         pytest.skip("the bulk loader (batchboard_seed) is not installed")
     monkeypatch.setenv("BATCHBOARD_DEMO", "1")  # seeding writes demo history
     out = io.StringIO()
-    call_command("batchboard_benchmark", executions=300, repeat=3, stdout=out)
+    call_command(
+        "batchboard_benchmark", executions=3000, repeat=3, depth=500, stdout=out
+    )
     report = out.getvalue()
     for page in (
         "minimal keyset view (floor)",
         "strict floor",
-        "executions ?status=FAILED",
-        "rare job",
         "overview (job names)",
+        "executions ?status=FAILED",
+        "executions ?status=UNKNOWN",
+        "executions ?status=STARTING",
+        "executions ?job=orders-etl",
+        "(rare)",
+        "rare job",
         "unresolved (15 min)",
+        "admin changelist",
         "execution (steps, decisions)",
         "step (partitions)",
+        "purge plan orders-etl",
     ):
         assert page in report
-    assert "History: 300 executions" in report
+    assert "executions, " in report and "History (" in report
+    assert "Job names: 42" in report
     assert "Against the strict floor" in report
+    assert "the minimal keyset view" in report
+    assert "Purge plan:" in report
     # A second run reuses the history instead of seeding again.
     again = io.StringIO()
-    call_command("batchboard_benchmark", executions=300, repeat=3, stdout=again)
-    assert "Reusing 300 executions" in again.getvalue()
+    call_command(
+        "batchboard_benchmark", executions=3000, repeat=3, depth=500, stdout=again
+    )
+    assert "Reusing 3,000 executions" in again.getvalue()

@@ -1,12 +1,21 @@
 """
 ``manage.py batchboard_benchmark``: render times of every explorer list page.
 
-Seeds (or reuses) a bulk history on PostgreSQL, then renders each list page
-in process at its first page and about a million rows deep (plus a rare
-job's deep page) and prints median times beside a minimal keyset view
-measured in the same run: the floor any page could reach. Deep pages are
-reached with cursors built for the position, exactly as paging there would
-leave them, since cursors only carry a key and a ceiling.
+Seeds (or reuses) a bulk history on the metadata database, PostgreSQL or
+SQLite, then renders each list page in process at its first page and about
+a million rows deep and prints median times beside a minimal keyset view
+measured in the same run: the floor any page could reach. The pages are the
+overview, the executions list unfiltered and under every status, a busy and
+a rare job (their executions and their instances), the unresolved list, the
+admin changelist and the record pages; the purge plan of a busy job (batch
+1,000) is timed as well. Deep pages are reached with cursors built for the
+position, exactly as paging there would leave them, since cursors only
+carry a key and a ceiling.
+
+A history that cannot exercise the overview and the triage pages is
+refused: it needs :data:`MIN_JOB_NAMES` job names and unresolved
+executions (:func:`unresolved_needed`), which ``batchboard_seed --bulk``
+leaves.
 """
 
 from __future__ import annotations
@@ -17,20 +26,38 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.management import call_command
-from django.core.management.base import CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.template.backends.django import Template
 from django.urls import reverse
 
-from batchboard import conf, cursors
+from batchboard import conf, cursors, vocabulary
+from batchboard.actions import retention
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
 from batchboard.models import JobExecution
 
 PAGE_SIZE = 50
+#: The overview must list at least this many job names (one page of them).
+MIN_JOB_NAMES = 40
+#: Every explorer page within this many times the minimal keyset view.
+PAGE_TARGET = 1.5
+#: The purge plan of a full batch within this many times the same view.
+PURGE_TARGET = 15.0
+
+
+def unresolved_needed(executions: int) -> int:
+    """
+    Return how many unresolved executions a history of this size must hold.
+
+    300 at 2,000,000 executions, in proportion below that, and at least one:
+    the unresolved page and the overview's attention panel are measured on
+    real rows, never on an empty list.
+    """
+    return max(1, min(300, executions * 300 // 2_000_000))
 
 
 @dataclass
@@ -120,11 +147,24 @@ def _strict_keyset_view(request: HttpRequest) -> HttpResponse:
     return _keyset_table(_STRICT_TEMPLATE, rows)
 
 
+def _purge_plan_view(request: HttpRequest, job_name: str) -> HttpResponse:
+    """
+    Plan a purge of ``job_name`` (batch 1,000, default age) and answer its size.
+
+    Planning reads only: the survey, the restart-chain rule, the counts.
+    """
+    plan = retention.plan_purge(
+        user=request.user, job_name=job_name, batch=retention.MAX_BATCH
+    )
+    return HttpResponse(f"{len(plan.candidates)} candidates")
+
+
 class Command(BenchmarkCommand):
     help = (
-        "Seed or reuse a bulk history on PostgreSQL and print median render "
-        "times of every explorer list page, first and deep, beside a minimal "
-        "keyset view. Seeding is demo only (BATCHBOARD_DEMO=1)."
+        "Seed or reuse a bulk history (PostgreSQL or SQLite) and print median "
+        "render times of every explorer list page, first and deep, and of a "
+        "purge plan, beside a minimal keyset view. Seeding is demo only "
+        "(BATCHBOARD_DEMO=1)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -138,7 +178,7 @@ class Command(BenchmarkCommand):
         add_seed_argument(parser, 2026, of="Random seed of a bulk load")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        alias = self.postgresql_alias()
+        alias = conf.database_alias()
         connection = connections[alias]
         wanted = options["executions"]
         check_bounds("executions", wanted, 100)
@@ -154,13 +194,20 @@ class Command(BenchmarkCommand):
                 seed=options["seed"],
                 stdout=self.stdout,
             )
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+            if connection.vendor == "postgresql":
+                # SQLite is measured as a new embedded database is: without
+                # the statistics ANALYZE would add.
+                with connection.cursor() as cursor:
+                    cursor.execute("ANALYZE")
         else:
             self.stdout.write(f"Reusing {existing:,} executions.")
         executions = self._count(alias, "ob_job_execution")
         steps = self._count(alias, "ob_step_execution")
-        self.stdout.write(f"History: {executions:,} executions, {steps:,} steps.")
+        self.stdout.write(
+            f"History ({connection.vendor}): {executions:,} executions, "
+            f"{steps:,} steps."
+        )
+        self._require_triage_rows(alias, executions)
         depth = min(options["depth"], executions // 2)
         self._run(alias, depth, max(3, options["repeat"]))
 
@@ -169,6 +216,30 @@ class Command(BenchmarkCommand):
         with connections[alias].cursor() as cursor:
             cursor.execute(f"SELECT count(*) FROM {table}")
             return int(cursor.fetchone()[0])
+
+    def _require_triage_rows(self, alias: str, executions: int) -> None:
+        """Refuse a history the overview and triage pages cannot be measured on."""
+        marks = ", ".join(["%s"] * len(vocabulary.UNRESOLVED))
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM (SELECT DISTINCT job_name FROM ob_job_instance) n"
+            )
+            names = int(cursor.fetchone()[0])
+            cursor.execute(
+                f"SELECT count(*) FROM ob_job_execution WHERE status IN ({marks})",
+                list(vocabulary.UNRESOLVED),
+            )
+            unresolved = int(cursor.fetchone()[0])
+        self.stdout.write(f"Job names: {names}; unresolved executions: {unresolved:,}.")
+        needed = unresolved_needed(executions)
+        if names < MIN_JOB_NAMES or unresolved < needed:
+            raise CommandError(
+                f"This history has {names} job names and {unresolved:,} "
+                f"unresolved executions; the benchmark needs at least "
+                f"{MIN_JOB_NAMES} and {needed:,}, or the overview and the "
+                "triage pages are measured on too little. Load one with "
+                "batchboard_seed --bulk into an empty database."
+            )
 
     def _facts(self, alias: str) -> dict[str, Any]:
         with connections[alias].cursor() as cursor:
@@ -209,6 +280,21 @@ class Command(BenchmarkCommand):
             "step": step_id,
         }
 
+    def _unresolved_key(self, alias: str) -> cursors.Key | None:
+        """Return the key halfway down the unresolved list (few rows by nature)."""
+        marks = ", ".join(["%s"] * len(vocabulary.UNRESOLVED))
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                f"SELECT attempt, id FROM ob_job_execution WHERE status IN ({marks}) "
+                "ORDER BY id",
+                list(vocabulary.UNRESOLVED),
+            )
+            rows = cursor.fetchall()
+        if len(rows) < 2:
+            return None
+        attempt, pk = rows[len(rows) // 2]
+        return cursors.Ordered(int(attempt), int(pk))
+
     def _run(self, alias: str, depth: int, repeat: int) -> None:
         facts = self._facts(alias)
         user = benchmark_user()
@@ -224,11 +310,11 @@ class Command(BenchmarkCommand):
             deep_timer = Timer(deep, user, view) if deep is not None else None
             return Measured(name, Timer(first, user, view), deep_timer)
 
-        def deep_recent(status: str, job: str) -> str:
+        def deep_recent(status: str, job: str, newest: int) -> str:
             # A job filter pages by (instance, attempt); the others by id.
             key: cursors.Key = cursors.Identity(deep_execution)
             if job:
-                key = cursors.Ordered(max(1, facts["busy_max"] - depth), 1)
+                key = cursors.Ordered(max(1, newest - depth), 1)
             return cursors.encode(
                 cursors.recent_executions(status, job),
                 PAGE_SIZE,
@@ -249,16 +335,28 @@ class Command(BenchmarkCommand):
             _strict_keyset_view,
         )
         results = [floor, strict]
+        results.append(
+            page("overview (job names)", f"{reverse('batchboard:index')}?{size}")
+        )
         executions_url = reverse("batchboard:executions")
-        for label, status, job in (
-            ("executions", "", ""),
-            ("executions ?status=FAILED", "FAILED", ""),
-            ("executions ?status=COMPLETED", "COMPLETED", ""),
-            (f"executions ?job={facts['busy']}", "", facts["busy"]),
-        ):
+        filters = [("executions", "", "", 0)]
+        filters += [
+            (f"executions ?status={status}", status, "", 0)
+            for status in vocabulary.STATUSES
+        ]
+        filters += [
+            (f"executions ?job={facts['busy']}", "", facts["busy"], facts["busy_max"]),
+            (
+                f"executions ?job={facts['rare']} (rare)",
+                "",
+                facts["rare"],
+                facts["rare_max"],
+            ),
+        ]
+        for label, status, job, newest in filters:
             first = f"{executions_url}?{size}&status={status}&job={job}"
             results.append(
-                page(label, first, f"{first}&cursor={deep_recent(status, job)}")
+                page(label, first, f"{first}&cursor={deep_recent(status, job, newest)}")
             )
         busy_url = f"{reverse('batchboard:job', args=[facts['busy']])}?{size}"
         busy_deep = cursors.encode(
@@ -304,9 +402,31 @@ class Command(BenchmarkCommand):
                 f"{rare_url}&cursor={rare_deep}",
             )
         )
+        unresolved_url = f"{reverse('batchboard:unresolved')}?{size}"
+        halfway = self._unresolved_key(alias)
+        unresolved_deep = None
+        if halfway is not None:
+            token = cursors.encode(
+                cursors.unresolved_executions(int(conf.get_config()["STALE_SECONDS"])),
+                PAGE_SIZE,
+                halfway,
+                facts["max_execution"],
+            )
+            unresolved_deep = f"{unresolved_url}&cursor={token}"
+        results.append(page("unresolved (15 min)", unresolved_url, unresolved_deep))
+        changelist = reverse("admin:batchboard_jobexecution_changelist")
+        for label, query in (
+            ("admin changelist", ""),
+            ("admin changelist, FAILED", "status__exact=FAILED&"),
+        ):
+            results.append(
+                page(
+                    label,
+                    f"{changelist}?{query}",
+                    f"{changelist}?{query}after={deep_execution}",
+                )
+            )
         for name, url_name, args in (
-            ("overview (job names)", "batchboard:index", []),
-            ("unresolved (15 min)", "batchboard:unresolved", []),
             ("instance (executions)", "batchboard:instance", [facts["instance"]]),
             (
                 "execution (steps, decisions)",
@@ -316,6 +436,15 @@ class Command(BenchmarkCommand):
             ("step (partitions)", "batchboard:step", [facts["step"]]),
         ):
             results.append(page(name, f"{reverse(url_name, args=args)}?{size}"))
+        planned = retention.plan_purge(
+            user=user, job_name=facts["busy"], batch=retention.MAX_BATCH
+        )
+        purge = page(
+            f"purge plan {facts['busy']} ({len(planned.candidates):,} candidates)",
+            "/purge-plan/",
+            view=functools.partial(_purge_plan_view, job_name=facts["busy"]),
+        )
+        results.append(purge)
         measure(
             (
                 timer
@@ -326,16 +455,42 @@ class Command(BenchmarkCommand):
             repeat,
         )
         self._report(results, floor, depth, repeat)
-        pages = results[2:]
+        self._verdict(results[2:], floor, strict, purge)
+
+    def _verdict(
+        self, pages: list[Measured], floor: Measured, strict: Measured, purge: Measured
+    ) -> None:
         strict_deep = strict.deep
-        assert strict_deep is not None  # both floors are measured deep too
-        worst_first = max(row.first for row in pages) / strict.first
+        floor_deep = floor.deep
+        assert strict_deep is not None and floor_deep is not None
+        explorer = [row for row in pages if row is not purge]
+        worst_first = max(row.first for row in explorer) / strict.first
         worst_deep = max(
-            row.deep / strict_deep for row in pages if row.deep is not None
+            row.deep / strict_deep for row in explorer if row.deep is not None
         )
         self.stdout.write(
             f"\nAgainst the strict floor: slowest first page {worst_first:.2f}x, "
             f"slowest deep page {worst_deep:.2f}x."
+        )
+        over = [
+            f"{row.name} ({ratio:.2f}x)"
+            for row in explorer
+            if not row.name.startswith("admin")
+            for ratio in (
+                row.first / floor.first,
+                *((row.deep / floor_deep,) if row.deep is not None else ()),
+            )
+            if ratio > PAGE_TARGET
+        ]
+        self.stdout.write(
+            f"Explorer pages over {PAGE_TARGET:g}x the minimal keyset view: "
+            + (", ".join(over) if over else "none.")
+        )
+        ratio = purge.first / floor.first
+        verdict = "within" if ratio <= PURGE_TARGET else "OVER"
+        self.stdout.write(
+            f"Purge plan: {ratio:.2f}x the minimal keyset view, {verdict} the "
+            f"{PURGE_TARGET:g}x target."
         )
 
     def _report(

@@ -11,7 +11,8 @@ explorer page is the one its cursor leads to, for the same row, since both
 carry only the id of the last row seen.
 
 The command only reads: it never seeds, and it makes its database sessions
-read-only before the first query, so it can be pointed at a shared history.
+read-only before the first query (``query_only`` on SQLite), so it can be
+pointed at a shared history. It runs on PostgreSQL and on SQLite.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from django.db import connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard import cursors
+from batchboard import conf, cursors
 from batchboard.admin import registrations as batchboard_admin
 from batchboard.demo.commands import check_bounds
 from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
@@ -52,17 +53,22 @@ class Command(BenchmarkCommand):
     help = (
         "Print median render times of the job-execution admin changelist and "
         "the explorer's executions page, first page and about a million rows "
-        "deep, on PostgreSQL. Reads only."
+        "deep, on PostgreSQL or SQLite. Reads only."
     )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        alias = self.postgresql_alias()
+        alias = conf.database_alias()
         check_bounds("depth", options["depth"], 1)
         check_bounds("repeat", options["repeat"], 1)
         for name in {alias, "default"}:
             # Nothing here writes; a read-only session makes sure of it.
             with connections[name].cursor() as cursor:
-                cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+                if connections[name].vendor == "sqlite":
+                    cursor.execute("PRAGMA query_only = ON")
+                else:
+                    cursor.execute(
+                        "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"
+                    )
         with connections[alias].cursor() as cursor:
             # One-off reads for the report and the deep key; no page counts.
             cursor.execute("SELECT count(*), max(id) FROM ob_job_execution")
@@ -71,7 +77,7 @@ class Command(BenchmarkCommand):
                 raise CommandError("The history needs at least two executions.")
             depth = max(1, min(options["depth"], executions // 2))
             cursor.execute(
-                "SELECT id FROM ob_job_execution ORDER BY id DESC OFFSET %s LIMIT 1",
+                "SELECT id FROM ob_job_execution ORDER BY id DESC LIMIT 1 OFFSET %s",
                 [depth],
             )
             (key,) = cursor.fetchone()

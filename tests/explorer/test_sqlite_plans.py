@@ -1,0 +1,253 @@
+"""
+On SQLite every page reads through an index that bounds it.
+
+The companion of the PostgreSQL EXPLAIN tests in ``test_performance``: each
+statement a page runs is planned with ``EXPLAIN QUERY PLAN`` and must
+neither ``SCAN`` a history table (a full read of the table or of one of its
+indexes) nor sort rows it has not bounded first. SQLite plans without
+column statistics unless ``ANALYZE`` ran, so these plans are the ones a
+fresh embedded database of any size gets.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from batchboard import cursors, vocabulary
+from batchboard.actions import retention
+from batchboard.explorer import queries
+from batchboard.models import JobExecution, JobInstance
+from tests import factories
+
+pytestmark = pytest.mark.django_db
+
+#: Tables that grow with history: none may be scanned.
+HISTORY = (
+    "ob_job_instance",
+    "ob_job_execution",
+    "ob_step_execution",
+    "ob_flow_decision",
+    "ob_recovery_decision",
+    "ob_operator_request",
+    "ob_step_partition",
+    "ob_component_state",
+    "ob_retention_action",
+)
+# A SCAN of anything but a subquery's rows or a constant: a table or one of
+# its indexes read from end to end (the ORM's aliases, U0 or T5, hide which).
+_SCAN = re.compile(r"^SCAN (?!\(subquery-\d+\)|CONSTANT ROW)(\S+)")
+_UNRESOLVED = "IN ('STARTING', 'STARTED', 'STOPPING', 'UNKNOWN')"
+#: Small tables that do not grow with history may be scanned.
+_SMALL = ("ob_job_definition", "django_", "auth_", "json_each")
+
+
+@pytest.fixture(autouse=True)
+def _sqlite_only() -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's plans; PostgreSQL's are tested in test_performance")
+
+
+@pytest.fixture
+def history(db: None) -> dict[str, Any]:
+    """Two jobs, one busy and one rare, over every status and a few restarts."""
+    factories.definition("busy-job")
+    factories.definition("rare-job")
+    old = factories.ago(days=40)
+    created = old - timedelta(hours=1)
+    statuses = [*vocabulary.FINISHED, "STARTED", "UNKNOWN"]
+    for index in range(24):
+        name = "rare-job" if index % 8 == 3 else "busy-job"
+        job_instance = factories.instance(name, created_at=created)
+        status = statuses[index % len(statuses)]
+        if status == "FAILED":
+            failed = factories.execution(
+                job_instance, "FAILED", created_at=created, updated_at=old
+            )
+            factories.execution(job_instance, "COMPLETED", restart_of=failed)
+        else:
+            factories.execution(
+                job_instance, status, created_at=created, updated_at=old
+            )
+    return {
+        "max_execution": JobExecution.objects.order_by("-id").values_list(
+            "id", flat=True
+        )[0],
+        "max_instance": JobInstance.objects.order_by("-id").values_list(
+            "id", flat=True
+        )[0],
+    }
+
+
+def _plan(sql: str, params: Any = None) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+        return [str(row[3]) for row in cursor.fetchall()]
+
+
+def _unbounded(lines: list[str]) -> list[str]:
+    """Return the plan lines that read a history table or index whole."""
+    bad = []
+    for line in lines:
+        match = _SCAN.match(line)
+        if match and not match.group(1).startswith(_SMALL):
+            bad.append(line)
+    return bad
+
+
+def _statements(run: Any) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    return [
+        query["sql"]
+        for query in captured.captured_queries
+        if any(table in query["sql"] for table in HISTORY)
+    ]
+
+
+def _assert_bounded(run: Any, *, sorts: bool = False) -> list[list[str]]:
+    """Plan every history statement ``run`` issues; return the plans."""
+    plans = []
+    statements = _statements(run)
+    assert statements
+    for sql in statements:
+        lines = _plan(sql)
+        assert not _unbounded(lines), (sql, lines)
+        # Unresolved rows (at most one per instance) are sorted by id once
+        # read through the status index: the lists of them say so.
+        if not sorts and _UNRESOLVED not in sql:
+            assert not any("TEMP B-TREE FOR ORDER BY" in line for line in lines), (
+                sql,
+                lines,
+            )
+        plans.append(lines)
+    return plans
+
+
+def _get(client: Client, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 200, url
+
+
+def test_overview_strips_walk_each_job_s_instances(
+    reader: Client, history: dict[str, Any]
+) -> None:
+    (plan,) = _assert_bounded(lambda: queries.job_strips(["busy-job", "rare-job"]))
+    text = "\n".join(plan)
+    assert text.count("USING COVERING INDEX ob_job_instance_name_identity") == 2
+    assert "ob_job_execution_instance_latest (job_instance_id=?)" in text
+    assert not any("qualify" in line for line in plan)
+    _assert_bounded(lambda: _get(reader, reverse("batchboard:index")))
+
+
+@pytest.mark.parametrize("status", vocabulary.STATUSES)
+def test_every_status_filter_reads_one_index_range(
+    reader: Client, history: dict[str, Any], status: str
+) -> None:
+    """Rare (UNKNOWN, STARTING) and common (COMPLETED) statuses alike."""
+    url = f"{reverse('batchboard:executions')}?status={status}"
+    deep = cursors.encode(
+        cursors.recent_executions(status, ""),
+        50,
+        cursors.Identity(history["max_execution"] // 2),
+        history["max_execution"],
+    )
+    for page in (url, f"{url}&cursor={deep}"):
+        plans = _assert_bounded(lambda page=page: _get(reader, page))
+        listed = [
+            p for p in plans if any("bb_execution_status_identity" in x for x in p)
+        ]
+        assert listed, plans
+        assert "bb_execution_status_identity (status=? AND id<?)" in "\n".join(
+            listed[0]
+        )
+
+
+@pytest.mark.parametrize("job", ["busy-job", "rare-job"])
+@pytest.mark.parametrize("status", ["", "FAILED", "COMPLETED"])
+def test_the_job_filter_walks_the_job_s_instances(
+    reader: Client, history: dict[str, Any], job: str, status: str
+) -> None:
+    url = f"{reverse('batchboard:executions')}?job={job}&status={status}"
+    deep = cursors.encode(
+        cursors.recent_executions(status, job),
+        50,
+        cursors.Ordered(history["max_instance"] - 3, 1),
+        history["max_execution"],
+    )
+    for page in (url, f"{url}&cursor={deep}"):
+        with CaptureQueriesContext(connection) as captured:
+            queries.recent_executions(status, job, 50, None if page == url else deep)
+        (statement,) = captured.captured_queries
+        lines = _plan(statement["sql"])
+        assert not _unbounded(lines), lines
+        assert "TEMP B-TREE" not in "\n".join(lines), lines
+        assert "ob_job_instance_name_identity (job_name=?" in lines[0], lines
+        _assert_bounded(lambda page=page: _get(reader, page))
+
+
+def test_the_job_page_reads_its_instances_by_name(
+    reader: Client, history: dict[str, Any]
+) -> None:
+    for job in ("busy-job", "rare-job"):
+        _assert_bounded(
+            lambda job=job: _get(reader, reverse("batchboard:job", args=[job]))
+        )
+
+
+def test_unresolved_reads_the_unresolved_rows_only(
+    reader: Client, history: dict[str, Any]
+) -> None:
+    # The unresolved rows are sorted by id: a few, by the nature of the
+    # list, read through the status index (never the whole history).
+    plans = _assert_bounded(
+        lambda: _get(reader, f"{reverse('batchboard:unresolved')}?age=60"), sorts=True
+    )
+    assert any(
+        "USING INDEX" in line and "status=?" in line for plan in plans for line in plan
+    ), plans
+
+
+def test_the_admin_changelist_filtered_by_status_reads_one_range(
+    history: dict[str, Any],
+) -> None:
+    admin = Client()
+    admin.force_login(factories.administrator())
+    url = reverse("admin:batchboard_jobexecution_changelist")
+    for page in (
+        f"{url}?status__exact=FAILED",
+        f"{url}?status__exact=UNKNOWN&after={history['max_execution'] // 2}",
+    ):
+        _assert_bounded(lambda page=page: _get(admin, page))
+
+
+def test_the_purge_plan_and_its_revalidation_use_indexes(
+    history: dict[str, Any],
+) -> None:
+    user = factories.administrator()
+    for job in ("busy-job", "rare-job"):
+        plans = _assert_bounded(
+            lambda job=job: retention.plan_purge(
+                user=user, job_name=job, min_age_seconds=3600, batch=1000
+            ),
+            # The survey sorts one instance's executions at a time.
+            sorts=True,
+        )
+        survey = "\n".join(plans[0])
+        assert "ob_job_instance_name_identity (job_name=?)" in survey, survey
+        assert "TEMP B-TREE FOR ORDER BY" not in survey, survey
+    plan = retention.plan_purge(user=user, job_name="busy-job", min_age_seconds=3600)
+    assert plan.candidates
+    criteria = plan.criteria
+    _assert_bounded(
+        lambda: retention._revalidate(
+            criteria, plan.candidates, factories.now() + timedelta(seconds=1)
+        )
+    )
