@@ -417,6 +417,25 @@ class Presenter:
             for column in _RUN_TIMES
         ]
         row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+        self.exit(row, running=row["status"] in ACTIVE)
+        return row
+
+    def exit(self, row: Row, *, running: bool) -> Row:
+        """
+        Add the exit code a run's cell shows: ``exit_text``, ``exit_pending``.
+
+        An unresolved run has no exit code yet (the column holds a
+        placeholder such as ``UNKNOWN``, which reads as the status): it shows
+        "running" while its owner may still move it, else a dash. A finished
+        run shows its code (a dash for none). The one rule for every list,
+        summary and row; the templates only choose the markup.
+        """
+        if row["status"] in UNRESOLVED:
+            row["exit_text"] = self.texts["running"] if running else NOTHING
+            row["exit_pending"] = True
+        else:
+            row["exit_text"] = row["exit_code"] or NOTHING
+            row["exit_pending"] = False
         return row
 
     def execution(self, row: Row, *, stale: bool = False) -> Row:
@@ -478,6 +497,7 @@ class Presenter:
         if row["live"] and row.get("execution_status", "STARTED") not in UNRESOLVED:
             row["live"] = False
             row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
+        self.exit(row, running=row["live"] and row["status"] in ACTIVE)
         row["live_url"] = link("batchboard:step_live", row["id"])
         row["counters"] = [
             [(self.texts[name], group_digits(row[name])) for name in line]
@@ -554,6 +574,7 @@ class Presenter:
             row["live"] = status in UNRESOLVED
             row["active"] = status in ACTIVE
             row["tone"] = look(status).tone
+            self.exit(row, running=row["active"])
             row["created"] = clock.moment(row["created_at"])
             row["duration"] = clock.duration(row["started_at"], row["ended_at"])
             row["updated_age"] = clock.age(row["updated_at"])
@@ -589,6 +610,7 @@ class Presenter:
             row["row_url"] = SafeString(f"{row_head}{pk}{row_tail}")
             row["live"] = status in UNRESOLVED and ended is None
             row["tone"] = look(status).tone
+            self.exit(row, running=row["live"] and status in ACTIVE)
             row["started"] = clock.moment(row["started_at"])
             row["until"] = row["ended_at"] or ended
             row["duration"] = clock.duration(row["started_at"], row["until"])
@@ -665,6 +687,7 @@ class Presenter:
                 row["worker_label"] = SafeString(worker_label % {"id": int(worker)})
             row["live"] = status in UNRESOLVED
             row["tone"] = look(status).tone
+            self.exit(row, running=status in ACTIVE)
         return rows
 
     def instances(self, rows: list[Row]) -> list[Row]:

@@ -401,3 +401,30 @@ def test_timeline_of_a_long_finished_run_ends_with_it(db: None) -> None:
     assert "d" not in str(rows[0]["duration"])
     bars = present.timeline(found, rows)
     assert bars[0].width <= 100.0
+
+
+def test_execution_summary_shows_no_exit_code_until_finished(reader: Client) -> None:
+    """The summary follows the list's rule: "running", a dash, then the code."""
+    factories.definition("batch")
+    running = factories.execution(factories.instance("batch"), "STARTED")
+    step = factories.step(running, "load", "STARTED")
+
+    def exit_cell(body: str) -> str:
+        cell = body[body.index("Exit code</dt><dd>") :]
+        return cell[: cell.index("</dd>")]
+
+    page = _get(reader, reverse("batchboard:execution", args=[running.pk]))
+    assert '<span class="bb-muted">running</span>' in exit_cell(page)
+    assert "UNKNOWN" not in exit_cell(page)
+    step_page = _get(reader, reverse("batchboard:step", args=[step.pk]))
+    assert '<span class="bb-muted">running</span>' in exit_cell(step_page)
+    JobExecution.objects.filter(pk=running.pk).update(status="UNKNOWN")
+    page = _get(reader, reverse("batchboard:execution", args=[running.pk]))
+    assert '<span class="bb-muted">—</span>' in exit_cell(page)
+    factories.advance(running, "COMPLETED", exit_code="DONE")
+    page = _get(reader, reverse("batchboard:execution", args=[running.pk]))
+    assert "<code>" in exit_cell(page)
+    # The step it left STARTED is not running any more.
+    row = page[page.index(f'id="bb-step-{step.pk}"') :]
+    row = row[: row.index("</tr>")]
+    assert "running" not in row and '<span class="bb-muted">—</span>' in row

@@ -165,3 +165,24 @@ def test_overriding_the_row_template_changes_the_row(
     plain = reader.get(reverse("batchboard:executions")).content.decode()
     assert "site-cell" not in plain
     assert '<span class="bb-status bb-status--bad">FAILED</span>' in plain
+
+
+@pytest.mark.parametrize(
+    ("status", "exit_code", "running", "text", "pending"),
+    [
+        ("STARTED", "UNKNOWN", True, "running", True),
+        ("STOPPING", "UNKNOWN", True, "running", True),
+        ("UNKNOWN", "UNKNOWN", False, "—", True),
+        # A step left STARTED by a finished execution is not running.
+        ("STARTED", "UNKNOWN", False, "—", True),
+        ("COMPLETED", "COMPLETED", False, "COMPLETED", False),
+        ("FAILED", "NOOP", False, "NOOP", False),
+        # A finished partition may have no exit code at all.
+        ("COMPLETED", None, False, "—", False),
+    ],
+)
+def test_an_unresolved_run_shows_no_exit_code(
+    status: str, exit_code: str | None, running: bool, text: str, pending: bool
+) -> None:
+    row = Presenter().exit({"status": status, "exit_code": exit_code}, running=running)
+    assert (row["exit_text"], row["exit_pending"]) == (text, pending)
