@@ -126,6 +126,9 @@ PARTITION_WORKER_PREFIX: Final = "__ob_partition_worker_"
 
 #: Unresolved statuses an owner may still be moving (UNKNOWN is not one).
 ACTIVE: Final = ("STARTING", "STARTED", "STOPPING")
+#: Statuses a STOP acts on by recording a stop request (spec 4.6): the owner
+#: moves the execution to STOPPING at its next boundary, not the request.
+STOPPABLE: Final = ("STARTING", "STARTED")
 
 # -- operator actions and authorization ----------------------------------------
 

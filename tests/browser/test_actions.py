@@ -78,7 +78,8 @@ def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
     result = page.locator(f"#bb-action-slot-{execution.pk}-STARTED .bb-result")
     result.wait_for()
     assert "APPLIED" in result.inner_text()
-    assert "Status unchanged: STARTED" in result.inner_text()
+    assert "Stop requested and recorded." in result.inner_text()
+    assert "The status stays STARTED until the owner acts" in result.inner_text()
     request = OperatorRequest.objects.get(job_execution_id=execution.pk)
     assert (request.action, request.outcome_class) == ("STOP", "APPLIED")
     assert request.actor_ref == "user:operator"
