@@ -38,6 +38,7 @@ from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
     MAX_BIGINT,
+    MAX_PAGE_SIZE,
     OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
@@ -444,6 +445,19 @@ def _step_rows(present: Presenter, found: Row, page: Page) -> list[Row]:
     return present.group(rows, partitions, rollups)
 
 
+def _steps_next_url(execution_id: int, page: Page, shown: int) -> str | None:
+    """
+    Return the execution page's "load more" link for its steps, if any.
+
+    Always the page's own address (the live region's is not a list), with
+    the page size the cursor is bound to and how many rows are ``shown``.
+    """
+    if page.next_cursor is None:
+        return None
+    params = {"size": page.page_size, "shown": shown, "cursor": page.next_cursor}
+    return f"{link('batchboard:execution', execution_id)}?{urlencode(params)}"
+
+
 def _live_region(
     request: HttpRequest, found: Row, size: int, token: str | None
 ) -> dict[str, Any]:
@@ -454,6 +468,8 @@ def _live_region(
     lists are rendered together each time, so no region can contradict
     another; the region polls only while an owner may still move the
     execution, and refreshes on ``batchboard:changed`` (an action's result).
+    Its steps are the first ``size`` rows: as many as the reader has loaded
+    (the region sends them as ``shown``), so a refresh keeps them.
     """
     execution_id = int(found["id"])
     present = Presenter()
@@ -478,7 +494,12 @@ def _live_region(
         execution=found,
         page=page,
         steps=top,
-        next_url=_next_url(request, page),
+        shown=size,
+        next_url=(
+            _next_url(request, page)
+            if token
+            else _steps_next_url(execution_id, page, size)
+        ),
         timeline=present.timeline(found, top),
         audit=sections,
         # The recovery form is offered only to an execution that qualifies.
@@ -496,18 +517,8 @@ def execution(request: HttpRequest, execution_id: int) -> HttpResponse:
     size, token = form.page_size, form.token
     found = _execution_or_404(execution_id)
     if token and wants_fragment(request):
-        # "Load more" on the steps table needs only the next rows.
-        present = Presenter()
-        page = queries.steps(execution_id, size, token)
-        context = _context(
-            request,
-            present,
-            page=page,
-            steps=_step_rows(present, found, page),
-            next_url=_next_url(request, page),
-        )
-        return _rows(request, "batchboard/partials/step_rows.html", token, context)
-    context = _live_region(request, found, size, token)
+        return _more_steps(request, found, form)
+    context = _live_region(request, found, size if token else form.rows, token)
     if wants_fragment(request):
         return render(request, "batchboard/partials/execution_live.html", context)
     context["trail"] = Presenter().trail(
@@ -516,6 +527,39 @@ def execution(request: HttpRequest, execution_id: int) -> HttpResponse:
         ("execution", execution_id),
     )
     return render(request, "batchboard/execution.html", context)
+
+
+def _more_steps(
+    request: HttpRequest, found: Row, form: inputs.ExecutionForm
+) -> HttpResponse:
+    """
+    Return the next rows of an execution's steps ("load more").
+
+    The live region learns how many rows are now shown (an out-of-band
+    swap of its ``shown`` input, up to the page bound), so its next refresh
+    re-reads them all in one statement instead of dropping them; the
+    address bar becomes the page that shows them.
+    """
+    execution_id = int(found["id"])
+    present = Presenter()
+    page = queries.steps(execution_id, form.page_size, form.token)
+    shown = min(form.rows + form.page_size, MAX_PAGE_SIZE)
+    context = _context(
+        request,
+        present,
+        page=page,
+        steps=_step_rows(present, found, page),
+        next_url=_steps_next_url(execution_id, page, shown),
+        shown=shown,
+        shown_out_of_band=True,
+    )
+    response = render(request, "batchboard/partials/step_rows.html", context)
+    if page.rows:
+        replace_url(
+            response,
+            f"{link('batchboard:execution', execution_id)}?{urlencode({'shown': shown})}",
+        )
+    return response
 
 
 @reader(*VIEW_EXECUTION_PAGE)
@@ -527,7 +571,7 @@ def execution_live(request: HttpRequest, execution_id: int) -> HttpResponse:
             reverse("batchboard:execution", args=[execution_id])
         )
     form = inputs.read(inputs.ExecutionForm, request)
-    context = _live_region(request, found, form.page_size, None)
+    context = _live_region(request, found, form.rows, None)
     return render(request, "batchboard/partials/execution_live.html", context)
 
 
