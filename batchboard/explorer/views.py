@@ -28,6 +28,14 @@ from batchboard import actions, conf
 from batchboard.actions import permissions
 from batchboard.explorer import audit as audit_log
 from batchboard.explorer import inputs, queries, relations, trends
+from batchboard.explorer.access import (
+    PARAMETER_VALUES,
+    VIEW_AUDIT,
+    VIEW_EXECUTION_PAGE,
+    VIEW_EXECUTIONS,
+    VIEW_OVERVIEW,
+    VIEW_PARTITIONS,
+)
 from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import (
     SHOWN_PARAMETERS,
@@ -47,22 +55,6 @@ from batchboard.vocabulary import (
     UNRESOLVED,
 )
 from batchboard.web import NotFound, first_page_url, reader, wants_fragment
-
-VIEW_EXECUTIONS = (
-    "batchboard.view_jobinstance",
-    "batchboard.view_jobexecution",
-)
-VIEW_OVERVIEW = ("batchboard.view_jobdefinition", *VIEW_EXECUTIONS)
-VIEW_STEPS = (*VIEW_EXECUTIONS, "batchboard.view_stepexecution")
-VIEW_EXECUTION_PAGE = (
-    *VIEW_STEPS,
-    "batchboard.view_jobdefinition",
-    "batchboard.view_flowdecision",
-    "batchboard.view_recoverydecision",
-    "batchboard.view_operatorrequest",
-)
-VIEW_PARTITIONS = (*VIEW_STEPS, "batchboard.view_steppartition")
-PARAMETER_VALUES = "batchboard.view_parameter_values"
 
 #: Rows of each audit list the execution page previews.
 PREVIEW_ROWS = 20
@@ -740,11 +732,6 @@ def jump(request: HttpRequest) -> HttpResponse:
 
 # -- the audit log --------------------------------------------------------------------
 
-VIEW_AUDIT = (
-    *VIEW_EXECUTIONS,
-    "batchboard.view_operatorrequest",
-    "batchboard.view_retentionaction",
-)
 AUDIT_LOG = ListPage("batchboard/audit.html", "batchboard/partials/audit_log_rows.html")
 
 
