@@ -42,6 +42,7 @@ from batchboard.vocabulary import (
     APPLIED,
     PARTITION_PREVIEW,
     REJECTED,
+    REPLAYED,
     UNRESOLVED,
 )
 
@@ -84,11 +85,18 @@ LOOKS: Final[Mapping[str, Look]] = {
 #: A value outside the status set (a newer schema's), and no status at all.
 OTHER: Final = _look("muted", "·")
 NONE: Final = _look("none", "—")
-#: The badge tone of an operator request's outcome.
+#: The badge tone of an action's outcome: the two recorded classes, and a
+#: replay (nothing done again).
 OUTCOME_TONES: Final[Mapping[str, SafeString]] = {
     APPLIED: SafeString("good"),
     REJECTED: SafeString("bad"),
+    REPLAYED: SafeString("muted"),
 }
+
+
+def outcome_tone(outcome: str) -> SafeString:
+    """Return the badge tone of an outcome (audit rows and action results)."""
+    return OUTCOME_TONES.get(outcome, OTHER.tone)
 
 
 def look(status: str | None) -> Look:
@@ -362,6 +370,22 @@ def job_url(job_name: str) -> SafeString:
     return SafeString(f"{head}{segment}{tail}")
 
 
+@functools.lru_cache(maxsize=64)
+def _list(name: str, prefix: str, urlconf: str | None, root: str) -> str:
+    return reverse(name)
+
+
+def job_filter_url(name: str, job_name: str) -> str:
+    """
+    Return list page ``name`` filtered to one job (``?job=``).
+
+    The one builder of the executions list's and the audit log's links for
+    a job; the list's address is reversed once per name.
+    """
+    base = _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
+    return f"{base}?{urlencode({'job': job_name})}"
+
+
 class Links:
     """The links one page shows to jobs, each job's built and escaped once."""
 
@@ -458,6 +482,7 @@ class Presenter:
         )
         row["stop_requested"] = self.clock.moment(row["stop_requested_at"])
         row["live_url"] = link("batchboard:execution_live", row["id"])
+        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
         row["restart_url"] = link(
             "batchboard:execution", row["restart_of_execution_id"]
         )
@@ -730,6 +755,7 @@ class Presenter:
         row["created"] = self.clock.moment(row["created_at"])
         row["hold_placed"] = self.clock.moment(row["hold_placed_at"])
         row["job_url"] = self.links.job(row["job_name"])
+        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
         return row
 
     def jobs(
@@ -742,7 +768,6 @@ class Presenter:
         clock, job, title = self.clock, self.links.job, self.texts["chip"]
         strip_label = self.texts["strip"]
         head, tail = url_pattern("batchboard:execution")
-        executions_url = reverse("batchboard:executions")
         jobs = []
         for name in names:
             strip = strips.get(name, [])
@@ -768,7 +793,7 @@ class Presenter:
                 {
                     "name": name,
                     "url": job(name),
-                    "running_url": f"{executions_url}?{urlencode({'job': name})}",
+                    "running_url": job_filter_url("batchboard:executions", name),
                     "strip": strip,
                     "strip_label": SafeString(strip_label % {"name": escape(name)}),
                     "last": last,
@@ -811,7 +836,7 @@ class Presenter:
     def requests(self, rows: list[Row]) -> list[Row]:
         """Add the cells of operator request rows."""
         for row in rows:
-            row["outcome_tone"] = OUTCOME_TONES.get(row["outcome_class"], OTHER.tone)
+            row["outcome_tone"] = outcome_tone(row["outcome_class"])
             row["requested"] = self.clock.moment(row["requested_at"])
         return rows
 

@@ -40,6 +40,7 @@ from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import (
     SHOWN_PARAMETERS,
     Presenter,
+    job_filter_url,
     link,
 )
 from batchboard.vocabulary import (
@@ -237,9 +238,8 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
     context: dict[str, Any] = {"job_name": job_name, "show_values": show_values}
     if not wants_fragment(request):
         context["trail"] = present.trail(job_name)
-        context["executions_url"] = (
-            f"{reverse('batchboard:executions')}?{urlencode({'job': job_name})}"
-        )
+        context["executions_url"] = job_filter_url("batchboard:executions", job_name)
+        context["audit_url"] = job_filter_url("batchboard:audit", job_name)
         context.update(trends.job_history(job_name, present.clock))
     return _list(request, form, page, present, JOB, context)
 

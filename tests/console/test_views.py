@@ -183,8 +183,10 @@ def test_a_stop_result_says_the_request_was_recorded(admin_user: User) -> None:
     assert "next boundary" in first
     assert "The status stays STARTED until the owner acts on the request." in first
     assert "Status unchanged" not in first
+    assert 'class="bb-status bb-status--good">APPLIED' in first
     again = client.post(url, form, headers=HTMX).content.decode()
     assert "REPLAYED" in again and "Status unchanged" not in again
+    assert 'class="bb-status bb-status--muted">REPLAYED' in again
     assert "The stop request was recorded while the execution was STARTED." in again
     # Stopping an execution that is stopping already changes nothing, and says so.
     JobExecution.objects.filter(pk=execution.pk).update(status="STOPPING")
@@ -215,6 +217,7 @@ def test_a_conflict_offers_the_fresh_state(admin_user: User) -> None:
     JobExecution.objects.filter(pk=execution.pk).update(version=4)
     body = client.post(url, form, headers=HTMX).content.decode()
     assert "OPTIMISTIC_CONFLICT" in body
+    assert 'class="bb-status bb-status--bad">REJECTED' in body
     assert "Someone else changed this execution" in body
     assert f'hx-get="{url}"' in body
 

@@ -502,3 +502,18 @@ def test_the_live_region_reads_its_rows_in_one_statement(reader: Client) -> None
         assert len(_step_ids(body)) == shown
         counts.append(len(captured.captured_queries))
     assert counts[0] == counts[1]
+
+
+def test_job_instance_and_execution_pages_link_the_jobs_audit_log(
+    reader: Client,
+) -> None:
+    factories.definition("ops/nightly")
+    instance = factories.instance("ops/nightly")
+    execution = factories.execution(instance, "COMPLETED")
+    audit = f'href="{reverse("batchboard:audit")}?job=ops%2Fnightly"'
+    for url in (
+        presenters.job_url("ops/nightly"),
+        reverse("batchboard:instance", args=[instance.pk]),
+        reverse("batchboard:execution", args=[execution.pk]),
+    ):
+        assert audit in _get(reader, url), url

@@ -186,3 +186,19 @@ def test_an_unresolved_run_shows_no_exit_code(
 ) -> None:
     row = Presenter().exit({"status": status, "exit_code": exit_code}, running=running)
     assert (row["exit_text"], row["exit_pending"]) == (text, pending)
+
+
+def test_job_filtered_links_have_one_builder() -> None:
+    assert presenters.job_filter_url("batchboard:executions", "a/b c&d") == (
+        f"{reverse('batchboard:executions')}?job=a%2Fb+c%26d"
+    )
+    assert presenters.job_filter_url("batchboard:audit", "nightly") == (
+        f"{reverse('batchboard:audit')}?job=nightly"
+    )
+
+
+def test_outcomes_have_one_tone_each() -> None:
+    assert [
+        presenters.outcome_tone(outcome)
+        for outcome in ("APPLIED", "REJECTED", "REPLAYED", "NEWER")
+    ] == ["good", "bad", "muted", "muted"]
