@@ -743,6 +743,11 @@ def audit(request: HttpRequest) -> HttpResponse:
     present = Presenter()
     audit_log.present(found.page.rows, present.clock)
     gaps = audit_log.support()
+    unserved = [
+        (audit_log.FILTER_LABELS[name], columns)
+        for name, columns in gaps.items()
+        if columns
+    ]
     context = {
         "filters": form.cleaned_data,
         "actions": audit_log.ACTIONS,
@@ -750,11 +755,14 @@ def audit(request: HttpRequest) -> HttpResponse:
         "ignored": [
             (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
         ],
-        "unserved": [
-            (audit_log.FILTER_LABELS[name], columns)
+        # What the page can filter, and what it cannot and why (the schema).
+        "served": [
+            audit_log.FILTER_LABELS[name]
             for name, columns in gaps.items()
-            if columns
+            if not columns
         ],
+        "unserved": unserved,
+        "unserved_labels": [label for label, _columns in unserved],
         "filtered": bool(form.asked()),
     }
     return _list(request, form, found.page, present, AUDIT_LOG, context)
