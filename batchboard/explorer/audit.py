@@ -32,7 +32,7 @@ from batchboard import conf, cursors
 from batchboard.cursors import QuerySpec
 from batchboard.explorer.inputs import ListForm, TextField
 from batchboard.explorer.pagination import Page, Row, Window
-from batchboard.explorer.presenters import Clock, link, outcome_tone
+from batchboard.explorer.presenters import Clock, link, outcome_tone, status_change
 from batchboard.models import JobExecution, OperatorRequest, RetentionAction
 from batchboard.schema import v4
 from batchboard.vocabulary import OUTCOME_CLASSES
@@ -335,6 +335,7 @@ def present(rows: list[Row], clock: Clock) -> list[Row]:
     """Add each row's target link, tone and time (ids only: no join, no payload)."""
     for row in rows:
         row["tone"] = outcome_tone(row["outcome_class"])
+        row["change"] = status_change(row)
         row["when"] = clock.moment(row["at"])
         execution, instance = row.get("job_execution_id"), row["job_instance_id"]
         if execution is not None:

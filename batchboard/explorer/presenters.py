@@ -43,6 +43,8 @@ from batchboard.vocabulary import (
     PARTITION_PREVIEW,
     REJECTED,
     REPLAYED,
+    STOP,
+    STOPPABLE,
     UNRESOLVED,
 )
 
@@ -94,6 +96,29 @@ OUTCOME_TONES: Final[Mapping[str, SafeString]] = {
 }
 
 
+def status_change(row: Mapping[str, Any]) -> SafeString:
+    """
+    Return what an audited operator request did to its execution's status.
+
+    A STOP applied to a running execution moves no status (the owner acts
+    on the request later): it reads "stop requested", never "STARTED →
+    STARTED".
+    """
+    prior, result = row.get("prior_status"), row.get("result_status")
+    if not prior:
+        return NOTHING
+    words = texts()
+    if (
+        row.get("action") == STOP
+        and row.get("outcome_class") == APPLIED
+        and prior in STOPPABLE
+    ):
+        return SafeString(words["stop_requested"] % {"status": escape(prior)})
+    if prior == result:
+        return SafeString(words["unchanged"] % {"status": escape(prior)})
+    return SafeString(f"{escape(prior)} → {escape(result)}")
+
+
 def outcome_tone(outcome: str) -> SafeString:
     """Return the badge tone of an outcome (audit rows and action results)."""
     return OUTCOME_TONES.get(outcome, OTHER.tone)
@@ -143,6 +168,8 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "attempts_first": _("Executions, latest attempt first"),
     "progress": _("%(done)s/%(total)s partitions"),
     "restarted": _("restarted as #%(id)s (%(status)s)"),
+    "stop_requested": _("stop requested while %(status)s"),
+    "unchanged": _("%(status)s, unchanged"),
     "partition_of": _("%(parent)s › %(key)s"),
     "completed": _("completed"),
     "failed": _("failed"),
@@ -837,6 +864,7 @@ class Presenter:
         """Add the cells of operator request rows."""
         for row in rows:
             row["outcome_tone"] = outcome_tone(row["outcome_class"])
+            row["change"] = status_change(row)
             row["requested"] = self.clock.moment(row["requested_at"])
         return rows
 

@@ -81,9 +81,7 @@ def test_job_page_shows_trend_and_grid(page: Any, live_server: Any) -> None:
     assert page.locator("th.bb-grid-name").count() == 3
     if os.environ.get("BATCHBOARD_SCREENSHOTS") == "1":
         SCREENS.mkdir(parents=True, exist_ok=True)
-        page.locator(".bb-history").screenshot(
-            path=str(SCREENS / "job-trend-grid.png")
-        )
+        page.locator(".bb-history").screenshot(path=str(SCREENS / "job-trend-grid.png"))
     href = page.locator("td a.bb-grid-cell--bad").first.get_attribute("href")
     assert href is not None and href.startswith("/steps/")
     page.goto(f"{live_server.url}{href}")

@@ -89,6 +89,7 @@ def test_operator_stops_an_execution_and_the_page_follows_to_stopped(
     )
     page.wait_for_selector("#bb-execution-summary .bb-flag--warn:text('requested')")
     assert page.locator("a:text('Stop…')").count() == 0
+    assert "stop requested while STARTED" in requests_list.inner_text()
     # The owner sees the request at its next commit.
     JobRepository().observe_control(execution.pk, OWNER)
     page.wait_for_function(

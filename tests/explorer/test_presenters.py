@@ -202,3 +202,37 @@ def test_outcomes_have_one_tone_each() -> None:
         presenters.outcome_tone(outcome)
         for outcome in ("APPLIED", "REJECTED", "REPLAYED", "NEWER")
     ] == ["good", "bad", "muted", "muted"]
+
+
+@pytest.mark.parametrize(
+    ("row", "text"),
+    [
+        (
+            {"action": "STOP", "outcome_class": "APPLIED", "prior_status": "STARTED"},
+            "stop requested while STARTED",
+        ),
+        (
+            {
+                "action": "STOP",
+                "outcome_class": "APPLIED",
+                "prior_status": "STOPPING",
+                "result_status": "STOPPING",
+            },
+            "STOPPING, unchanged",
+        ),
+        (
+            {
+                "action": "ABANDON",
+                "outcome_class": "APPLIED",
+                "prior_status": "FAILED",
+                "result_status": "ABANDONED",
+            },
+            "FAILED → ABANDONED",
+        ),
+        ({"action": "HOLD", "outcome_class": "APPLIED", "prior_status": None}, "—"),
+    ],
+)
+def test_a_request_says_what_it_did_to_the_status(
+    row: dict[str, Any], text: str
+) -> None:
+    assert presenters.status_change(row) == text
