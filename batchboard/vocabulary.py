@@ -121,11 +121,19 @@ PARTITION_PREVIEW: Final = 50
 #: How oxide-batch names the worker step of a partition (then a hex token);
 #: pages label such a step by its partition key instead.
 PARTITION_WORKER_PREFIX: Final = "__ob_partition_worker_"
+#: Executions a job page's trend draws, and the newest of them its steps
+#: grid shows; the grid reads at most GRID_STEP_ROWS step rows.
+TREND_RUNS: Final = 100
+GRID_RUNS: Final = 25
+GRID_STEP_ROWS: Final = 1000
 
 # -- statuses ------------------------------------------------------------------
 
 #: Unresolved statuses an owner may still be moving (UNKNOWN is not one).
 ACTIVE: Final = ("STARTING", "STARTED", "STOPPING")
+#: Statuses a STOP acts on by recording a stop request (spec 4.6): the owner
+#: moves the execution to STOPPING at its next boundary, not the request.
+STOPPABLE: Final = ("STARTING", "STARTED")
 
 # -- operator actions and authorization ----------------------------------------
 

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from batchboard import db
 from batchboard.models import OperatorRequest, RetentionAction
-from batchboard.vocabulary import REJECTED, REPLAYED
+from batchboard.vocabulary import APPLIED, REJECTED, REPLAYED, STOP, STOPPABLE
 
 # Operator-facing explanations of the rejection codes an action can record.
 REJECTION_TEXT: dict[str, Any] = {
@@ -41,8 +41,9 @@ REJECTION_TEXT: dict[str, Any] = {
 # What an applied action did, told the operator in one sentence.
 APPLIED_TEXT: dict[str, Any] = {
     "STOP": _(
-        "Stop requested. The owning process moves the execution to STOPPING "
-        "at its next commit or poll; without a live owner nothing moves."
+        "Stop requested and recorded. The owning process moves the execution "
+        "to STOPPING at its next boundary (a chunk commit or its stop poll), "
+        "then to STOPPED; without a live owner nothing moves."
     ),
     "ABANDON": _("The execution is ABANDONED; its instance cannot be restarted."),
     "RECOVER": _("Recovery decision recorded; the execution is resolved."),
@@ -106,6 +107,21 @@ class ActionResult:
     @property
     def rejected(self) -> bool:
         return self.recorded_outcome == REJECTED
+
+    @property
+    def stop_requested(self) -> bool:
+        """
+        Return whether this outcome recorded a stop request (spec 4.6).
+
+        A STOP applied to a STARTING or STARTED execution changes no status:
+        it records who asked and when, and the owner acts on it later. Its
+        prior and resulting statuses are equal, yet something happened.
+        """
+        return (
+            self.action == STOP
+            and self.recorded_outcome == APPLIED
+            and self.prior_status in STOPPABLE
+        )
 
     def explanation(self) -> str:
         """Return one sentence telling the operator what happened."""

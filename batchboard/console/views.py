@@ -42,9 +42,9 @@ from batchboard.actions import envelope, permissions
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
 from batchboard.explorer import inputs, queries
+from batchboard.explorer.access import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.explorer.pagination import Page
-from batchboard.explorer.presenters import link
-from batchboard.explorer.views import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
+from batchboard.explorer.presenters import link, outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (
@@ -91,6 +91,10 @@ def _result(
         conflict = result.rejection_code == "OPTIMISTIC_CONFLICT"
         context.update(
             result=result,
+            # A rejection replayed is still a rejection.
+            tone=outcome_tone(
+                result.recorded_outcome if result.rejected else result.outcome
+            ),
             explanation=result.explanation(),
             audit_url=audit_url(result),
             conflict=conflict,

@@ -32,7 +32,7 @@ from batchboard import conf, cursors
 from batchboard.cursors import QuerySpec
 from batchboard.explorer.inputs import ListForm, TextField
 from batchboard.explorer.pagination import Page, Row, Window
-from batchboard.explorer.presenters import OTHER, OUTCOME_TONES, Clock, link
+from batchboard.explorer.presenters import Clock, link, outcome_tone, status_change
 from batchboard.models import JobExecution, OperatorRequest, RetentionAction
 from batchboard.schema import v4
 from batchboard.vocabulary import OUTCOME_CLASSES
@@ -211,10 +211,6 @@ _RETENTION_FIELDS = (
 )
 
 
-def _using() -> str:
-    return conf.database_alias()
-
-
 def _read(
     model: type[Model],
     fields: Sequence[str],
@@ -222,7 +218,9 @@ def _read(
     where: Q,
     limit: int,
 ) -> list[Row]:
-    queryset: QuerySet[Any] = model._default_manager.using(_using()).filter(where)
+    queryset: QuerySet[Any] = model._default_manager.using(
+        conf.database_alias()
+    ).filter(where)
     if below is not None:
         queryset = queryset.filter(id__lt=below)
     return list(queryset.order_by("-id").values(*fields)[:limit])
@@ -336,7 +334,8 @@ def _position(
 def present(rows: list[Row], clock: Clock) -> list[Row]:
     """Add each row's target link, tone and time (ids only: no join, no payload)."""
     for row in rows:
-        row["tone"] = OUTCOME_TONES.get(row["outcome_class"], OTHER.tone)
+        row["tone"] = outcome_tone(row["outcome_class"])
+        row["change"] = status_change(row)
         row["when"] = clock.moment(row["at"])
         execution, instance = row.get("job_execution_id"), row["job_instance_id"]
         if execution is not None:

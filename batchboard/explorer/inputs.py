@@ -271,10 +271,33 @@ class ExecutionForm(ListForm):
         },
     )
 
+    #: How many step rows the page shows, from the first: "load more" adds
+    #: to it and the live region re-reads that many, up to the page bound.
+    shown = WholeNumberField(
+        MIN_PAGE_SIZE,
+        MAX_PAGE_SIZE,
+        error_messages={
+            "invalid": _(
+                "The rows shown must be a whole number from %(min)s to %(max)s."
+            ),
+            "range": _(
+                "The rows shown must be a whole number from %(min)s to %(max)s."
+            ),
+        },
+    )
+
+    titles = {**ListForm.titles, "shown": _("Rows shown out of range")}
+
     @property
     def after_id(self) -> int | None:
         after = self.cleaned_data["after"]
         return None if after is None else int(after)
+
+    @property
+    def rows(self) -> int:
+        """Return how many step rows to read from the first: shown, or a page."""
+        shown = self.cleaned_data["shown"]
+        return self.page_size if shown is None else int(shown)
 
 
 class JumpForm(ExplorerForm):

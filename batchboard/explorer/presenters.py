@@ -42,6 +42,9 @@ from batchboard.vocabulary import (
     APPLIED,
     PARTITION_PREVIEW,
     REJECTED,
+    REPLAYED,
+    STOP,
+    STOPPABLE,
     UNRESOLVED,
 )
 
@@ -84,11 +87,41 @@ LOOKS: Final[Mapping[str, Look]] = {
 #: A value outside the status set (a newer schema's), and no status at all.
 OTHER: Final = _look("muted", "·")
 NONE: Final = _look("none", "—")
-#: The badge tone of an operator request's outcome.
+#: The badge tone of an action's outcome: the two recorded classes, and a
+#: replay (nothing done again).
 OUTCOME_TONES: Final[Mapping[str, SafeString]] = {
     APPLIED: SafeString("good"),
     REJECTED: SafeString("bad"),
+    REPLAYED: SafeString("muted"),
 }
+
+
+def status_change(row: Mapping[str, Any]) -> SafeString:
+    """
+    Return what an audited operator request did to its execution's status.
+
+    A STOP applied to a running execution moves no status (the owner acts
+    on the request later): it reads "stop requested", never "STARTED →
+    STARTED".
+    """
+    prior, result = row.get("prior_status"), row.get("result_status")
+    if not prior:
+        return NOTHING
+    words = texts()
+    if (
+        row.get("action") == STOP
+        and row.get("outcome_class") == APPLIED
+        and prior in STOPPABLE
+    ):
+        return SafeString(words["stop_requested"] % {"status": escape(prior)})
+    if prior == result:
+        return SafeString(words["unchanged"] % {"status": escape(prior)})
+    return SafeString(f"{escape(prior)} → {escape(result)}")
+
+
+def outcome_tone(outcome: str) -> SafeString:
+    """Return the badge tone of an outcome (audit rows and action results)."""
+    return OUTCOME_TONES.get(outcome, OTHER.tone)
 
 
 def look(status: str | None) -> Look:
@@ -135,6 +168,8 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "attempts_first": _("Executions, latest attempt first"),
     "progress": _("%(done)s/%(total)s partitions"),
     "restarted": _("restarted as #%(id)s (%(status)s)"),
+    "stop_requested": _("stop requested while %(status)s"),
+    "unchanged": _("%(status)s, unchanged"),
     "partition_of": _("%(parent)s › %(key)s"),
     "completed": _("completed"),
     "failed": _("failed"),
@@ -362,6 +397,22 @@ def job_url(job_name: str) -> SafeString:
     return SafeString(f"{head}{segment}{tail}")
 
 
+@functools.lru_cache(maxsize=64)
+def _list(name: str, prefix: str, urlconf: str | None, root: str) -> str:
+    return reverse(name)
+
+
+def job_filter_url(name: str, job_name: str) -> str:
+    """
+    Return list page ``name`` filtered to one job (``?job=``).
+
+    The one builder of the executions list's and the audit log's links for
+    a job; the list's address is reversed once per name.
+    """
+    base = _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
+    return f"{base}?{urlencode({'job': job_name})}"
+
+
 class Links:
     """The links one page shows to jobs, each job's built and escaped once."""
 
@@ -417,6 +468,25 @@ class Presenter:
             for column in _RUN_TIMES
         ]
         row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+        self.exit(row, running=row["status"] in ACTIVE)
+        return row
+
+    def exit(self, row: Row, *, running: bool) -> Row:
+        """
+        Add the exit code a run's cell shows: ``exit_text``, ``exit_pending``.
+
+        An unresolved run has no exit code yet (the column holds a
+        placeholder such as ``UNKNOWN``, which reads as the status): it shows
+        "running" while its owner may still move it, else a dash. A finished
+        run shows its code (a dash for none). The one rule for every list,
+        summary and row; the templates only choose the markup.
+        """
+        if row["status"] in UNRESOLVED:
+            row["exit_text"] = self.texts["running"] if running else NOTHING
+            row["exit_pending"] = True
+        else:
+            row["exit_text"] = row["exit_code"] or NOTHING
+            row["exit_pending"] = False
         return row
 
     def execution(self, row: Row, *, stale: bool = False) -> Row:
@@ -439,6 +509,7 @@ class Presenter:
         )
         row["stop_requested"] = self.clock.moment(row["stop_requested_at"])
         row["live_url"] = link("batchboard:execution_live", row["id"])
+        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
         row["restart_url"] = link(
             "batchboard:execution", row["restart_of_execution_id"]
         )
@@ -478,6 +549,7 @@ class Presenter:
         if row["live"] and row.get("execution_status", "STARTED") not in UNRESOLVED:
             row["live"] = False
             row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
+        self.exit(row, running=row["live"] and row["status"] in ACTIVE)
         row["live_url"] = link("batchboard:step_live", row["id"])
         row["counters"] = [
             [(self.texts[name], group_digits(row[name])) for name in line]
@@ -554,6 +626,7 @@ class Presenter:
             row["live"] = status in UNRESOLVED
             row["active"] = status in ACTIVE
             row["tone"] = look(status).tone
+            self.exit(row, running=row["active"])
             row["created"] = clock.moment(row["created_at"])
             row["duration"] = clock.duration(row["started_at"], row["ended_at"])
             row["updated_age"] = clock.age(row["updated_at"])
@@ -589,6 +662,7 @@ class Presenter:
             row["row_url"] = SafeString(f"{row_head}{pk}{row_tail}")
             row["live"] = status in UNRESOLVED and ended is None
             row["tone"] = look(status).tone
+            self.exit(row, running=row["live"] and status in ACTIVE)
             row["started"] = clock.moment(row["started_at"])
             row["until"] = row["ended_at"] or ended
             row["duration"] = clock.duration(row["started_at"], row["until"])
@@ -665,6 +739,7 @@ class Presenter:
                 row["worker_label"] = SafeString(worker_label % {"id": int(worker)})
             row["live"] = status in UNRESOLVED
             row["tone"] = look(status).tone
+            self.exit(row, running=status in ACTIVE)
         return rows
 
     def instances(self, rows: list[Row]) -> list[Row]:
@@ -707,6 +782,7 @@ class Presenter:
         row["created"] = self.clock.moment(row["created_at"])
         row["hold_placed"] = self.clock.moment(row["hold_placed_at"])
         row["job_url"] = self.links.job(row["job_name"])
+        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
         return row
 
     def jobs(
@@ -719,7 +795,6 @@ class Presenter:
         clock, job, title = self.clock, self.links.job, self.texts["chip"]
         strip_label = self.texts["strip"]
         head, tail = url_pattern("batchboard:execution")
-        executions_url = reverse("batchboard:executions")
         jobs = []
         for name in names:
             strip = strips.get(name, [])
@@ -745,7 +820,7 @@ class Presenter:
                 {
                     "name": name,
                     "url": job(name),
-                    "running_url": f"{executions_url}?{urlencode({'job': name})}",
+                    "running_url": job_filter_url("batchboard:executions", name),
                     "strip": strip,
                     "strip_label": SafeString(strip_label % {"name": escape(name)}),
                     "last": last,
@@ -788,7 +863,8 @@ class Presenter:
     def requests(self, rows: list[Row]) -> list[Row]:
         """Add the cells of operator request rows."""
         for row in rows:
-            row["outcome_tone"] = OUTCOME_TONES.get(row["outcome_class"], OTHER.tone)
+            row["outcome_tone"] = outcome_tone(row["outcome_class"])
+            row["change"] = status_change(row)
             row["requested"] = self.clock.moment(row["requested_at"])
         return rows
 

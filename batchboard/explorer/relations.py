@@ -64,10 +64,6 @@ _PARTITION_COLUMNS = (
 _ATTEMPT_COLUMNS = ("id", "job_instance_id", "attempt", "status")
 
 
-def _using() -> str:
-    return conf.database_alias()
-
-
 @dataclass(frozen=True)
 class Rollup:
     """A parent step's partitions: how many in each segment, and summed counters."""
@@ -80,7 +76,7 @@ class Rollup:
 def attempts_around(instance_id: int, attempt: int) -> tuple[Row | None, Row | None]:
     """Return the attempts just before and just after ``attempt`` of an instance."""
     rows = (
-        JobExecution.objects.using(_using())
+        JobExecution.objects.using(conf.database_alias())
         .filter(job_instance_id=instance_id, attempt__in=[attempt - 1, attempt + 1])
         .order_by("attempt")
         .values(*_ATTEMPT_COLUMNS)
@@ -103,7 +99,7 @@ def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     for instance_id, attempt in wanted:
         condition |= Q(job_instance_id=instance_id, attempt=attempt + 1)
     following = (
-        JobExecution.objects.using(_using())
+        JobExecution.objects.using(conf.database_alias())
         .filter(condition)
         .order_by()
         .values(*_ATTEMPT_COLUMNS)
@@ -125,7 +121,7 @@ def partition_rollups(parent_ids: Sequence[int]) -> dict[int, Rollup]:
     }
     sums = {name: Coalesce(Sum(name), 0) for name in ROLLED_UP}
     rows: list[Any] = list(
-        StepPartition.objects.using(_using())
+        StepPartition.objects.using(conf.database_alias())
         .filter(step_execution_id__in=list(parent_ids))
         .order_by()
         .values("step_execution_id")
@@ -159,7 +155,7 @@ def partitions_of(
             worker_step_execution_id__in=list(worker_ids),
         )
     rows = (
-        StepPartition.objects.using(_using())
+        StepPartition.objects.using(conf.database_alias())
         .filter(condition)
         .annotate(parent_name=F("step_execution__step_name"))
         .order_by("step_execution_id", "partition_ordinal")

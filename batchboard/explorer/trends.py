@@ -30,15 +30,12 @@ from batchboard import conf
 from batchboard.explorer.pagination import Row
 from batchboard.explorer.presenters import Clock, look, url_pattern
 from batchboard.models import JobExecution, StepExecution
-
-#: Executions the trend draws, and the newest of them the grid shows.
-TREND_RUNS: Final = 100
-GRID_RUNS: Final = 25
-#: Step rows the grid reads at most (its statement's LIMIT).
-GRID_STEP_ROWS: Final = 1000
-#: oxide-batch names a partition's worker step with this prefix; the grid
-#: shows the partitioned step itself, not its workers.
-WORKER_PREFIX: Final = "__ob_partition_worker_"
+from batchboard.vocabulary import (
+    GRID_RUNS,
+    GRID_STEP_ROWS,
+    PARTITION_WORKER_PREFIX,
+    TREND_RUNS,
+)
 
 #: The trend's drawing area in SVG user units (the SVG scales to its box).
 WIDTH: Final = 600
@@ -71,13 +68,9 @@ _RUNS_SQL = (
 )
 
 
-def _using() -> str:
-    return conf.database_alias()
-
-
 def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
     """Return a job's latest ``limit`` executions, newest first (one statement)."""
-    connection = connections[_using()]
+    connection = connections[conf.database_alias()]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(_RUNS_SQL, [job_name, limit, limit, limit])
@@ -85,7 +78,7 @@ def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
                 dict(zip(_RUN_COLUMNS, row, strict=True)) for row in cursor.fetchall()
             ]
     return list(
-        JobExecution.objects.using(_using())
+        JobExecution.objects.using(conf.database_alias())
         .filter(job_instance__job_name=job_name)
         .order_by("-job_instance_id", "-attempt")
         .values(*_RUN_COLUMNS)[:limit]
@@ -97,9 +90,10 @@ def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
     if not execution_ids:
         return []
     steps: QuerySet[Any] = (
-        StepExecution.objects.using(_using())
+        StepExecution.objects.using(conf.database_alias())
         .filter(job_execution_id__in=list(execution_ids))
-        .exclude(step_name__startswith=WORKER_PREFIX)
+        # The grid shows a partitioned step itself, not its worker steps.
+        .exclude(step_name__startswith=PARTITION_WORKER_PREFIX)
         .order_by("id")
         .values("id", "job_execution_id", "step_name", "status")
     )

@@ -28,16 +28,26 @@ from batchboard import actions, conf
 from batchboard.actions import permissions
 from batchboard.explorer import audit as audit_log
 from batchboard.explorer import inputs, queries, relations, trends
+from batchboard.explorer.access import (
+    PARAMETER_VALUES,
+    VIEW_AUDIT,
+    VIEW_EXECUTION_PAGE,
+    VIEW_EXECUTIONS,
+    VIEW_OVERVIEW,
+    VIEW_PARTITIONS,
+)
 from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import (
     SHOWN_PARAMETERS,
     Presenter,
+    job_filter_url,
     link,
 )
 from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
     MAX_BIGINT,
+    MAX_PAGE_SIZE,
     OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
@@ -46,22 +56,6 @@ from batchboard.vocabulary import (
     UNRESOLVED,
 )
 from batchboard.web import NotFound, first_page_url, reader, wants_fragment
-
-VIEW_EXECUTIONS = (
-    "batchboard.view_jobinstance",
-    "batchboard.view_jobexecution",
-)
-VIEW_OVERVIEW = ("batchboard.view_jobdefinition", *VIEW_EXECUTIONS)
-VIEW_STEPS = (*VIEW_EXECUTIONS, "batchboard.view_stepexecution")
-VIEW_EXECUTION_PAGE = (
-    *VIEW_STEPS,
-    "batchboard.view_jobdefinition",
-    "batchboard.view_flowdecision",
-    "batchboard.view_recoverydecision",
-    "batchboard.view_operatorrequest",
-)
-VIEW_PARTITIONS = (*VIEW_STEPS, "batchboard.view_steppartition")
-PARAMETER_VALUES = "batchboard.view_parameter_values"
 
 #: Rows of each audit list the execution page previews.
 PREVIEW_ROWS = 20
@@ -244,9 +238,8 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
     context: dict[str, Any] = {"job_name": job_name, "show_values": show_values}
     if not wants_fragment(request):
         context["trail"] = present.trail(job_name)
-        context["executions_url"] = (
-            f"{reverse('batchboard:executions')}?{urlencode({'job': job_name})}"
-        )
+        context["executions_url"] = job_filter_url("batchboard:executions", job_name)
+        context["audit_url"] = job_filter_url("batchboard:audit", job_name)
         context.update(trends.job_history(job_name, present.clock))
     return _list(request, form, page, present, JOB, context)
 
@@ -444,6 +437,19 @@ def _step_rows(present: Presenter, found: Row, page: Page) -> list[Row]:
     return present.group(rows, partitions, rollups)
 
 
+def _steps_next_url(execution_id: int, page: Page, shown: int) -> str | None:
+    """
+    Return the execution page's "load more" link for its steps, if any.
+
+    Always the page's own address (the live region's is not a list), with
+    the page size the cursor is bound to and how many rows are ``shown``.
+    """
+    if page.next_cursor is None:
+        return None
+    params = {"size": page.page_size, "shown": shown, "cursor": page.next_cursor}
+    return f"{link('batchboard:execution', execution_id)}?{urlencode(params)}"
+
+
 def _live_region(
     request: HttpRequest, found: Row, size: int, token: str | None
 ) -> dict[str, Any]:
@@ -454,6 +460,8 @@ def _live_region(
     lists are rendered together each time, so no region can contradict
     another; the region polls only while an owner may still move the
     execution, and refreshes on ``batchboard:changed`` (an action's result).
+    Its steps are the first ``size`` rows: as many as the reader has loaded
+    (the region sends them as ``shown``), so a refresh keeps them.
     """
     execution_id = int(found["id"])
     present = Presenter()
@@ -478,7 +486,12 @@ def _live_region(
         execution=found,
         page=page,
         steps=top,
-        next_url=_next_url(request, page),
+        shown=size,
+        next_url=(
+            _next_url(request, page)
+            if token
+            else _steps_next_url(execution_id, page, size)
+        ),
         timeline=present.timeline(found, top),
         audit=sections,
         # The recovery form is offered only to an execution that qualifies.
@@ -496,18 +509,8 @@ def execution(request: HttpRequest, execution_id: int) -> HttpResponse:
     size, token = form.page_size, form.token
     found = _execution_or_404(execution_id)
     if token and wants_fragment(request):
-        # "Load more" on the steps table needs only the next rows.
-        present = Presenter()
-        page = queries.steps(execution_id, size, token)
-        context = _context(
-            request,
-            present,
-            page=page,
-            steps=_step_rows(present, found, page),
-            next_url=_next_url(request, page),
-        )
-        return _rows(request, "batchboard/partials/step_rows.html", token, context)
-    context = _live_region(request, found, size, token)
+        return _more_steps(request, found, form)
+    context = _live_region(request, found, size if token else form.rows, token)
     if wants_fragment(request):
         return render(request, "batchboard/partials/execution_live.html", context)
     context["trail"] = Presenter().trail(
@@ -516,6 +519,39 @@ def execution(request: HttpRequest, execution_id: int) -> HttpResponse:
         ("execution", execution_id),
     )
     return render(request, "batchboard/execution.html", context)
+
+
+def _more_steps(
+    request: HttpRequest, found: Row, form: inputs.ExecutionForm
+) -> HttpResponse:
+    """
+    Return the next rows of an execution's steps ("load more").
+
+    The live region learns how many rows are now shown (an out-of-band
+    swap of its ``shown`` input, up to the page bound), so its next refresh
+    re-reads them all in one statement instead of dropping them; the
+    address bar becomes the page that shows them.
+    """
+    execution_id = int(found["id"])
+    present = Presenter()
+    page = queries.steps(execution_id, form.page_size, form.token)
+    shown = min(form.rows + form.page_size, MAX_PAGE_SIZE)
+    context = _context(
+        request,
+        present,
+        page=page,
+        steps=_step_rows(present, found, page),
+        next_url=_steps_next_url(execution_id, page, shown),
+        shown=shown,
+        shown_out_of_band=True,
+    )
+    response = render(request, "batchboard/partials/step_rows.html", context)
+    if page.rows:
+        replace_url(
+            response,
+            f"{link('batchboard:execution', execution_id)}?{urlencode({'shown': shown})}",
+        )
+    return response
 
 
 @reader(*VIEW_EXECUTION_PAGE)
@@ -527,7 +563,7 @@ def execution_live(request: HttpRequest, execution_id: int) -> HttpResponse:
             reverse("batchboard:execution", args=[execution_id])
         )
     form = inputs.read(inputs.ExecutionForm, request)
-    context = _live_region(request, found, form.page_size, None)
+    context = _live_region(request, found, form.rows, None)
     return render(request, "batchboard/partials/execution_live.html", context)
 
 
@@ -696,11 +732,6 @@ def jump(request: HttpRequest) -> HttpResponse:
 
 # -- the audit log --------------------------------------------------------------------
 
-VIEW_AUDIT = (
-    *VIEW_EXECUTIONS,
-    "batchboard.view_operatorrequest",
-    "batchboard.view_retentionaction",
-)
 AUDIT_LOG = ListPage("batchboard/audit.html", "batchboard/partials/audit_log_rows.html")
 
 
@@ -712,6 +743,11 @@ def audit(request: HttpRequest) -> HttpResponse:
     present = Presenter()
     audit_log.present(found.page.rows, present.clock)
     gaps = audit_log.support()
+    unserved = [
+        (audit_log.FILTER_LABELS[name], columns)
+        for name, columns in gaps.items()
+        if columns
+    ]
     context = {
         "filters": form.cleaned_data,
         "actions": audit_log.ACTIONS,
@@ -719,11 +755,14 @@ def audit(request: HttpRequest) -> HttpResponse:
         "ignored": [
             (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
         ],
-        "unserved": [
-            (audit_log.FILTER_LABELS[name], columns)
+        # What the page can filter, and what it cannot and why (the schema).
+        "served": [
+            audit_log.FILTER_LABELS[name]
             for name, columns in gaps.items()
-            if columns
+            if not columns
         ],
+        "unserved": unserved,
+        "unserved_labels": [label for label, _columns in unserved],
         "filtered": bool(form.asked()),
     }
     return _list(request, form, found.page, present, AUDIT_LOG, context)

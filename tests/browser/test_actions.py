@@ -55,7 +55,12 @@ def running_execution() -> JobExecution:
     """Return a STARTED execution claimed by a simulated owner (token ``OWNER``)."""
     factories.definition("nightly-import")
     instance = factories.instance("nightly-import")
-    return factories.execution(instance, "STARTED", owner_token=OWNER)
+    # Created a minute ago: the factory starts a run a second after it is
+    # created, and the owner's STOPPING transition, stamped with the real
+    # now, must not come before that start (the schema's time order).
+    return factories.execution(
+        instance, "STARTED", owner_token=OWNER, created_at=factories.ago(minutes=1)
+    )
 
 
 def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
@@ -78,7 +83,8 @@ def test_operator_stops_a_running_execution_and_sees_stopping_arrive(
     result = page.locator(f"#bb-action-slot-{execution.pk}-STARTED .bb-result")
     result.wait_for()
     assert "APPLIED" in result.inner_text()
-    assert "Status unchanged: STARTED" in result.inner_text()
+    assert "Stop requested and recorded." in result.inner_text()
+    assert "The status stays STARTED until the owner acts" in result.inner_text()
     request = OperatorRequest.objects.get(job_execution_id=execution.pk)
     assert (request.action, request.outcome_class) == ("STOP", "APPLIED")
     assert request.actor_ref == "user:operator"

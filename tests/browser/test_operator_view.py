@@ -89,6 +89,7 @@ def test_operator_stops_an_execution_and_the_page_follows_to_stopped(
     )
     page.wait_for_selector("#bb-execution-summary .bb-flag--warn:text('requested')")
     assert page.locator("a:text('Stop…')").count() == 0
+    assert "stop requested while STARTED" in requests_list.inner_text()
     # The owner sees the request at its next commit.
     JobRepository().observe_control(execution.pk, OWNER)
     page.wait_for_function(
@@ -157,3 +158,30 @@ def test_keyboard_moves_through_rows_and_opens_one(page: Any, live_server: Any) 
     assert page.locator("tr.bb-current").count() == 1
     page.keyboard.press("Enter")
     page.wait_for_url(f"{live_server.url}/executions/{first.pk}/")
+
+
+def test_rows_loaded_with_load_more_survive_the_refresh(
+    page: Any, live_server: Any
+) -> None:
+    """The region re-reads as many step rows as the reader loaded."""
+    member("operator")
+    factories.definition("nightly-import")
+    execution = factories.execution(
+        factories.instance("nightly-import"), "STARTED", owner_token=OWNER
+    )
+    for number in range(8):
+        factories.step(execution, f"load-{number}", "COMPLETED")
+    sign_in(page, live_server, "operator", f"/executions/{execution.pk}/?size=3")
+    rows = page.locator("#bb-rows > tr[id^='bb-step-']")
+    # The sentinel row loads the next pages as it scrolls into view.
+    page.wait_for_function(
+        "document.querySelectorAll(\"#bb-rows > tr[id^='bb-step-']\").length === 8"
+    )
+    assert page.locator("#bb-steps-shown").get_attribute("value") == "9"
+    page.wait_for_url(f"{live_server.url}/executions/{execution.pk}/?shown=9")
+    polls = live_polls(page)
+    page.wait_for_timeout(2500)
+    assert polls and all("shown=9" in url for url in polls)
+    assert rows.count() == 8
+    # All are read again at once: no "load more" is left to reveal.
+    assert page.locator("#bb-rows tr.bb-more").count() == 0

@@ -169,6 +169,33 @@ def test_stop_dialog_then_post_then_resubmit_replays(admin_user: User) -> None:
     assert "admin/batchboard/operatorrequest/" in first.content.decode()
 
 
+def test_a_stop_result_says_the_request_was_recorded(admin_user: User) -> None:
+    """
+    A STOP on a running execution moves no status: the result says the
+    request was recorded and the owner acts on it, not "Status unchanged".
+    """
+    execution = factories.execution("STARTED")
+    client = _client(admin_user)
+    url = reverse("batchboard:action_stop", args=[execution.pk])
+    form = _form(client.get(url, headers=HTMX).content.decode())
+    first = client.post(url, form, headers=HTMX).content.decode()
+    assert "Stop requested and recorded." in first
+    assert "next boundary" in first
+    assert "The status stays STARTED until the owner acts on the request." in first
+    assert "Status unchanged" not in first
+    assert 'class="bb-status bb-status--good">APPLIED' in first
+    again = client.post(url, form, headers=HTMX).content.decode()
+    assert "REPLAYED" in again and "Status unchanged" not in again
+    assert 'class="bb-status bb-status--muted">REPLAYED' in again
+    assert "The stop request was recorded while the execution was STARTED." in again
+    # Stopping an execution that is stopping already changes nothing, and says so.
+    JobExecution.objects.filter(pk=execution.pk).update(status="STOPPING")
+    form = _form(client.get(url, headers=HTMX).content.decode())
+    noop = client.post(url, form, headers=HTMX).content.decode()
+    assert "Applied without change" in noop and "Status unchanged: STOPPING" in noop
+    assert "Stop requested" not in noop
+
+
 def test_without_htmx_the_dialog_and_result_are_whole_pages(admin_user: User) -> None:
     execution = factories.execution("FAILED")
     client = _client(admin_user)
@@ -190,6 +217,7 @@ def test_a_conflict_offers_the_fresh_state(admin_user: User) -> None:
     JobExecution.objects.filter(pk=execution.pk).update(version=4)
     body = client.post(url, form, headers=HTMX).content.decode()
     assert "OPTIMISTIC_CONFLICT" in body
+    assert 'class="bb-status bb-status--bad">REJECTED' in body
     assert "Someone else changed this execution" in body
     assert f'hx-get="{url}"' in body
 

@@ -220,3 +220,19 @@ def test_execution_and_instance_pages_link_to_the_audit_log(
         assert link in auditor.get(url).content.decode()
     header = auditor.get(reverse("batchboard:index")).content.decode()
     assert f'href="{reverse("batchboard:audit")}"' in header
+
+
+def test_the_page_says_what_it_filters_and_why_not_the_rest(
+    auditor: Client, db: None
+) -> None:
+    body = auditor.get(reverse("batchboard:audit")).content.decode()
+    assert "You can filter by: Action, Job name." in body
+    assert "Not offered: Outcome, Actor, Time window." in body
+    assert "Schema version 4 has no index on those columns" in body
+    assert "<code>ob_retention_action.applied_at</code>" in body
+    # The unserved inputs are disabled and say why.
+    for name in ("outcome", "actor", "since", "until"):
+        field = re.search(rf'<(?:input|select) name="{name}"[^>]*>', body)
+        assert field is not None
+        assert "disabled" in field.group(0)
+        assert 'aria-describedby="bb-audit-unserved"' in field.group(0)

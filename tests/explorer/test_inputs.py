@@ -85,6 +85,17 @@ def test_step_position_is_a_step_id() -> None:
         _read(inputs.ExecutionForm, after="-1")
 
 
+def test_rows_shown_are_a_page_size_or_what_was_loaded() -> None:
+    assert _read(inputs.ExecutionForm).rows == 50
+    assert _read(inputs.ExecutionForm, size="20").rows == 20
+    assert _read(inputs.ExecutionForm, size="20", shown="140").rows == 140
+    for shown in ("0", "501", "many"):
+        with pytest.raises(BadInput) as raised:
+            _read(inputs.ExecutionForm, shown=shown)
+        assert raised.value.param == "shown"
+        assert raised.value.title == "Rows shown out of range"
+
+
 def test_jump_box_takes_a_kind_and_an_id() -> None:
     assert _read(inputs.JumpForm, id=" #42 ").target == ("execution", 42)
     assert _read(inputs.JumpForm, kind="step", id="7").target == ("step", 7)

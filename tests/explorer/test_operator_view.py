@@ -401,3 +401,119 @@ def test_timeline_of_a_long_finished_run_ends_with_it(db: None) -> None:
     assert "d" not in str(rows[0]["duration"])
     bars = present.timeline(found, rows)
     assert bars[0].width <= 100.0
+
+
+def test_execution_summary_shows_no_exit_code_until_finished(reader: Client) -> None:
+    """The summary follows the list's rule: "running", a dash, then the code."""
+    factories.definition("batch")
+    running = factories.execution(factories.instance("batch"), "STARTED")
+    step = factories.step(running, "load", "STARTED")
+
+    def exit_cell(body: str) -> str:
+        cell = body[body.index("Exit code</dt><dd>") :]
+        return cell[: cell.index("</dd>")]
+
+    page = _get(reader, reverse("batchboard:execution", args=[running.pk]))
+    assert '<span class="bb-muted">running</span>' in exit_cell(page)
+    assert "UNKNOWN" not in exit_cell(page)
+    step_page = _get(reader, reverse("batchboard:step", args=[step.pk]))
+    assert '<span class="bb-muted">running</span>' in exit_cell(step_page)
+    JobExecution.objects.filter(pk=running.pk).update(status="UNKNOWN")
+    page = _get(reader, reverse("batchboard:execution", args=[running.pk]))
+    assert '<span class="bb-muted">—</span>' in exit_cell(page)
+    factories.advance(running, "COMPLETED", exit_code="DONE")
+    page = _get(reader, reverse("batchboard:execution", args=[running.pk]))
+    assert "<code>" in exit_cell(page)
+    # The step it left STARTED is not running any more.
+    row = page[page.index(f'id="bb-step-{step.pk}"') :]
+    row = row[: row.index("</tr>")]
+    assert "running" not in row and '<span class="bb-muted">—</span>' in row
+
+
+# -- the live region keeps the rows a reader loaded --------------------------------
+
+
+def _many_steps(count: int) -> JobExecution:
+    factories.definition("long")
+    execution = factories.execution(factories.instance("long"), "STARTED")
+    for number in range(count):
+        factories.step(execution, f"step-{number:03d}", "COMPLETED")
+    return execution
+
+
+def _step_ids(body: str) -> list[str]:
+    return re.findall(r'<tr id="bb-step-(\d+)"', body)
+
+
+def test_load_more_raises_what_the_live_region_re_reads(reader: Client) -> None:
+    execution = _many_steps(12)
+    page_url = reverse("batchboard:execution", args=[execution.pk])
+    live_url = reverse("batchboard:execution_live", args=[execution.pk])
+    first = _get(reader, f"{page_url}?size=5")
+    assert len(_step_ids(first)) == 5
+    assert '<input type="hidden" id="bb-steps-shown" name="shown" value="5">' in first
+    assert 'hx-include="#bb-steps-shown"' in first
+    more = re.search(r'class="bb-more" hx-get="([^"]+)"', first)
+    assert more is not None
+    next_url = more.group(1).replace("&amp;", "&")
+    assert next_url.startswith(page_url + "?") and "shown=5" in next_url
+    response = reader.get(next_url, **HTMX)
+    body = response.content.decode()
+    assert len(_step_ids(body)) == 5
+    # The region learns the new count out of band; a reload shows the same rows.
+    assert (
+        '<input type="hidden" id="bb-steps-shown" name="shown" value="10"'
+        ' hx-swap-oob="true">'
+    ) in body
+    assert response["HX-Replace-Url"] == f"{page_url}?shown=10"
+    # The region's refresh, sending shown=10, keeps all ten rows.
+    region = _get(reader, f"{live_url}?shown=10", **HTMX)
+    assert _step_ids(region) == _step_ids(first) + _step_ids(body)
+    # Its own "load more" continues on the page's address, not the region's.
+    more = re.search(r'class="bb-more" hx-get="([^"]+)"', region)
+    assert more is not None and more.group(1).startswith(page_url + "?")
+    last = reader.get(more.group(1).replace("&amp;", "&"), **HTMX).content.decode()
+    assert len(_step_ids(last)) == 2
+    reloaded = _get(reader, f"{page_url}?shown=10")
+    assert len(_step_ids(reloaded)) == 10
+
+
+def test_rows_shown_stop_at_the_page_bound(reader: Client) -> None:
+    execution = _many_steps(301)
+    page_url = reverse("batchboard:execution", args=[execution.pk])
+    assert reader.get(f"{page_url}?shown=501").status_code == 400
+    assert reader.get(f"{page_url}?shown=x", **HTMX).status_code == 400
+    first = _get(reader, f"{page_url}?size=300")
+    more = re.search(r'class="bb-more" hx-get="([^"]+)"', first)
+    assert more is not None
+    body = _get(reader, more.group(1).replace("&amp;", "&"), **HTMX)
+    assert len(_step_ids(body)) == 1
+    # 600 rows would be shown; the region re-reads at most MAX_PAGE_SIZE.
+    assert 'name="shown" value="500" hx-swap-oob="true"' in body
+
+
+def test_the_live_region_reads_its_rows_in_one_statement(reader: Client) -> None:
+    execution = _many_steps(40)
+    live_url = reverse("batchboard:execution_live", args=[execution.pk])
+    counts = []
+    for shown in (5, 40):
+        with CaptureQueriesContext(connection) as captured:
+            body = _get(reader, f"{live_url}?shown={shown}", **HTMX)
+        assert len(_step_ids(body)) == shown
+        counts.append(len(captured.captured_queries))
+    assert counts[0] == counts[1]
+
+
+def test_job_instance_and_execution_pages_link_the_jobs_audit_log(
+    reader: Client,
+) -> None:
+    factories.definition("ops/nightly")
+    instance = factories.instance("ops/nightly")
+    execution = factories.execution(instance, "COMPLETED")
+    audit = f'href="{reverse("batchboard:audit")}?job=ops%2Fnightly"'
+    for url in (
+        presenters.job_url("ops/nightly"),
+        reverse("batchboard:instance", args=[instance.pk]),
+        reverse("batchboard:execution", args=[execution.pk]),
+    ):
+        assert audit in _get(reader, url), url

@@ -165,3 +165,74 @@ def test_overriding_the_row_template_changes_the_row(
     plain = reader.get(reverse("batchboard:executions")).content.decode()
     assert "site-cell" not in plain
     assert '<span class="bb-status bb-status--bad">FAILED</span>' in plain
+
+
+@pytest.mark.parametrize(
+    ("status", "exit_code", "running", "text", "pending"),
+    [
+        ("STARTED", "UNKNOWN", True, "running", True),
+        ("STOPPING", "UNKNOWN", True, "running", True),
+        ("UNKNOWN", "UNKNOWN", False, "—", True),
+        # A step left STARTED by a finished execution is not running.
+        ("STARTED", "UNKNOWN", False, "—", True),
+        ("COMPLETED", "COMPLETED", False, "COMPLETED", False),
+        ("FAILED", "NOOP", False, "NOOP", False),
+        # A finished partition may have no exit code at all.
+        ("COMPLETED", None, False, "—", False),
+    ],
+)
+def test_an_unresolved_run_shows_no_exit_code(
+    status: str, exit_code: str | None, running: bool, text: str, pending: bool
+) -> None:
+    row = Presenter().exit({"status": status, "exit_code": exit_code}, running=running)
+    assert (row["exit_text"], row["exit_pending"]) == (text, pending)
+
+
+def test_job_filtered_links_have_one_builder() -> None:
+    assert presenters.job_filter_url("batchboard:executions", "a/b c&d") == (
+        f"{reverse('batchboard:executions')}?job=a%2Fb+c%26d"
+    )
+    assert presenters.job_filter_url("batchboard:audit", "nightly") == (
+        f"{reverse('batchboard:audit')}?job=nightly"
+    )
+
+
+def test_outcomes_have_one_tone_each() -> None:
+    assert [
+        presenters.outcome_tone(outcome)
+        for outcome in ("APPLIED", "REJECTED", "REPLAYED", "NEWER")
+    ] == ["good", "bad", "muted", "muted"]
+
+
+@pytest.mark.parametrize(
+    ("row", "text"),
+    [
+        (
+            {"action": "STOP", "outcome_class": "APPLIED", "prior_status": "STARTED"},
+            "stop requested while STARTED",
+        ),
+        (
+            {
+                "action": "STOP",
+                "outcome_class": "APPLIED",
+                "prior_status": "STOPPING",
+                "result_status": "STOPPING",
+            },
+            "STOPPING, unchanged",
+        ),
+        (
+            {
+                "action": "ABANDON",
+                "outcome_class": "APPLIED",
+                "prior_status": "FAILED",
+                "result_status": "ABANDONED",
+            },
+            "FAILED → ABANDONED",
+        ),
+        ({"action": "HOLD", "outcome_class": "APPLIED", "prior_status": None}, "—"),
+    ],
+)
+def test_a_request_says_what_it_did_to_the_status(
+    row: dict[str, Any], text: str
+) -> None:
+    assert presenters.status_change(row) == text

@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from batchboard.explorer import trends
 from batchboard.explorer.presenters import Clock
+from batchboard.vocabulary import GRID_RUNS, PARTITION_WORKER_PREFIX
 from tests import factories
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -86,7 +87,7 @@ def _history(job: str, runs: int, steps_each: int) -> list[int]:
         )
         for number in range(steps_each):
             factories.step(execution, f"step-{number}", "COMPLETED")
-        factories.step(execution, f"{trends.WORKER_PREFIX}{'ab' * 32}", "COMPLETED")
+        factories.step(execution, f"{PARTITION_WORKER_PREFIX}{'ab' * 32}", "COMPLETED")
         ids.append(execution.pk)
     return ids
 
@@ -100,9 +101,9 @@ def test_job_page_draws_trend_and_grid(reader: Client, db: None) -> None:
     assert "style=" not in body
     grid = body[body.index('class="bb-grid"') :]
     # 25 newest runs, two step rows; partition workers are not rows.
-    assert grid.count('class="bb-grid-run ') == trends.GRID_RUNS
+    assert grid.count('class="bb-grid-run ') == GRID_RUNS
     assert len(re.findall(r'<th scope="row" class="bb-grid-name">', grid)) == 2
-    assert trends.WORKER_PREFIX not in body
+    assert PARTITION_WORKER_PREFIX not in body
     newest = ids[-1]
     assert f'href="{reverse("batchboard:execution", args=[newest])}"' in grid
     assert 'href="/steps/' in grid
