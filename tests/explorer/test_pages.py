@@ -104,7 +104,8 @@ def test_running_execution_polls_and_finished_does_not(
     running = reader.get(
         reverse("batchboard:execution", args=[history.restart.pk])
     ).content.decode()
-    assert "hx-trigger=\"every 3s [document.visibilityState === 'visible']\"" in running
+    # No trigger filter: htmx would need eval; batchboard.js skips hidden tabs.
+    assert 'hx-trigger="every 3s"' in running
     assert reverse("batchboard:execution_live", args=[history.restart.pk]) in running
     assert reverse("batchboard:step_row", args=[history.running_step.pk]) in running
     finished = reader.get(
