@@ -21,7 +21,7 @@ from django.apps import apps
 from django.contrib.auth.models import Permission, User
 from django.contrib.sessions.models import Session
 from django.db import connections, router
-from django.db.models import Model
+from django.db.models import IntegerField, Model
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from hypothesis import HealthCheck, given, settings
@@ -145,9 +145,11 @@ def _snapshot() -> list[tuple[object, ...]]:
         for model in models:
             table = connection.ops.quote_name(model._meta.db_table)
             parts.append(f"(SELECT COUNT(*) FROM {table})")
-            column = model._meta.pk.column if model._meta.pk else None
-            if column:  # A composite key (upgrade edges) is counted only.
-                key = connection.ops.quote_name(column)
+            pk = model._meta.pk
+            # Integer keys only: a composite key (upgrade edges) and the
+            # schema version's boolean singleton are counted only.
+            if isinstance(pk, IntegerField) and pk.column:
+                key = connection.ops.quote_name(pk.column)
                 parts.append(f"(SELECT MAX({key}) FROM {table})")
         with connection.cursor() as cursor:
             cursor.execute("SELECT " + ", ".join(parts))
