@@ -47,6 +47,7 @@ class Report:
 
     latencies: dict[str, list[float]] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
+    statuses: dict[int, int] = field(default_factory=dict)
     socket_errors: int = 0
     first_start: float = math.inf
     last_end: float = 0.0
@@ -115,7 +116,9 @@ def read_samples(lines: Iterable[str]) -> Report:
             float(parts[3]),
         )
         report.latencies.setdefault(name, []).append((end - start) / 1000)
-        if status >= 400:
+        report.statuses[status] = report.statuses.get(status, 0) + 1
+        # Every page of the mix answers 200: a redirect (to sign in) fails too.
+        if status != 200:
             report.failures[name] = report.failures.get(name, 0) + 1
         report.first_start = min(report.first_start, start)
         report.last_end = max(report.last_end, end)

@@ -34,6 +34,7 @@ from django.contrib.sessions.backends.db import SessionStore
 from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
 from django.db import connections
+from django.test.utils import override_settings
 
 from batchboard import cursors
 from batchboard.demo.commands import add_seed_argument, check_bounds
@@ -247,7 +248,7 @@ class Command(BenchmarkCommand):
 
     # -- the run -------------------------------------------------------------
 
-    def _session_cookie(self) -> str:
+    def _session_cookie(self, secret: str) -> str:
         """Return the cookie of a signed-in staff reader (every batchboard permission)."""
         user, _created = User.objects.get_or_create(
             username=LOAD_USER, defaults={"is_staff": True}
@@ -258,20 +259,24 @@ class Command(BenchmarkCommand):
         user.user_permissions.set(
             Permission.objects.filter(content_type__app_label="batchboard")
         )
-        session = SessionStore()
-        session[SESSION_KEY] = str(user.pk)
-        session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-        session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-        session.save()
+        # The server signs and checks sessions with its own key.
+        with override_settings(SECRET_KEY=secret):
+            session = SessionStore()
+            session[SESSION_KEY] = str(user.pk)
+            session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+            session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+            session.save()
         return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
 
-    def _server_env(self, scratch: Path, port: int, workers: int) -> dict[str, str]:
+    def _server_env(
+        self, scratch: Path, port: int, workers: int, secret: str
+    ) -> dict[str, str]:
         # The served site is production's, not the demo's.
         env = {k: v for k, v in os.environ.items() if k != "BATCHBOARD_DEMO"}
         env.update(
             DJANGO_SETTINGS_MODULE="batchboard.site.settings",
             DJANGO_DEBUG="0",
-            SECRET_KEY=secrets.token_urlsafe(50),
+            SECRET_KEY=secret,
             ALLOWED_HOSTS="127.0.0.1",
             SECURE_SSL_REDIRECT="0",
             STATIC_ROOT=str(scratch / "static"),
@@ -287,14 +292,15 @@ class Command(BenchmarkCommand):
     ) -> None:
         require_demo("batchboard_loadtest", self.postgresql_alias())
         port = _free_port()
-        env = self._server_env(scratch, port, options["workers"])
+        secret = secrets.token_urlsafe(50)
+        env = self._server_env(scratch, port, options["workers"], secret)
         manage = [sys.executable, "-m", "django"]
         subprocess.run(
             [*manage, "collectstatic", "--no-input", "--verbosity", "0"],
             env=env,
             check=True,
         )
-        cookie = self._session_cookie()
+        cookie = self._session_cookie(secret)
         gunicorn = str(Path(sys.executable).with_name("gunicorn"))
         started: list[subprocess.Popen[bytes]] = []
         try:
@@ -329,7 +335,7 @@ class Command(BenchmarkCommand):
                 f"or {options['seconds']} s, gunicorn {options['workers']} workers, "
                 f"simulator {'off' if options['no_simulator'] else 'on'}."
             )
-            subprocess.run(
+            ran = subprocess.run(
                 [
                     wrk,
                     "-t",
@@ -353,9 +359,16 @@ class Command(BenchmarkCommand):
                     "BB_MAX_REQUESTS": str(options["requests"]),
                 },
                 check=True,
-                stdout=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
                 timeout=options["seconds"] + 60,
             )
+            told = [
+                line.strip()
+                for line in ran.stdout.splitlines()
+                if "requests in" in line or "Non-2xx" in line or "Socket errors" in line
+            ]
+            self.stdout.write("wrk says: " + "; ".join(told))
             with samples.open() as lines:
                 report = read_samples(lines)
         finally:
@@ -387,8 +400,12 @@ class Command(BenchmarkCommand):
 
     def _print(self, report: Any) -> None:
         header = f"{'page':<22} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}"
+        statuses = ", ".join(
+            f"{status}: {count:,}" for status, count in sorted(report.statuses.items())
+        )
         self.stdout.write(
-            f"\n{report.requests:,} requests in {report.seconds:.1f} s.\n"
+            f"\n{report.requests:,} requests in {report.seconds:.1f} s "
+            f"(statuses {statuses}; socket errors {report.socket_errors}).\n"
         )
         self.stdout.write(header)
         self.stdout.write("-" * len(header))
