@@ -19,7 +19,7 @@ from pytest_django.live_server_helper import LiveServer
 from batchboard import models
 from tests import factories
 from tests.site.history import create_history
-from tests.site.production import site_middleware
+from tests.site.production import site_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -38,8 +38,11 @@ document.addEventListener('securitypolicyviolation', (event) => {
 @pytest.fixture
 def strict(settings: Any, transactional_db: None) -> Iterator[Any]:
     """A live server of its own, started with the site's middleware."""
-    settings.MIDDLEWARE = site_middleware()
-    settings.SECURE_REFERRER_POLICY = "same-origin"
+    site = site_settings()
+    settings.MIDDLEWARE = site["MIDDLEWARE"]
+    # Django 6 sends the policy from this setting, as the site's settings do.
+    settings.SECURE_CSP = site["SECURE_CSP"]
+    settings.SECURE_REFERRER_POLICY = site["SECURE_REFERRER_POLICY"]
     server = LiveServer("localhost")
     try:
         yield server
