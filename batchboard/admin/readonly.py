@@ -253,6 +253,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         Return a change page's row through :meth:`change_queryset`; an id
         that is not a plain bigint names no row.
         """
+        # ``?_to_field=`` (empty) arrives as "": Django would look up a
+        # field named "" and fail with a 500; no field means the key.
+        from_field = from_field or None
         if from_field is not None or not isinstance(self.model._meta.pk, BigAutoField):
             return super().get_object(request, object_id, from_field)
         ident = parse_whole_number(object_id)

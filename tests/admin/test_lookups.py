@@ -141,3 +141,15 @@ def test_the_instance_page_still_names_its_parameters(
     assert names
     for name in names:
         assert f"<li>{name} (" in body
+
+
+@pytest.mark.parametrize("page", ["change", "delete", "history"])
+@pytest.mark.parametrize("model", [models.OperatorRequest, models.SchemaVersion])
+def test_an_empty_to_field_names_the_key_not_a_500(
+    viewer: Client, history: History, page: str, model: type
+) -> None:
+    """Found by the fuzz campaign: Django looked up a field named ""."""
+    row = next(obj for obj in history.objects() if type(obj) is model)
+    url = f"{_changelist(model)}{row.pk}/{page}/"
+    response = viewer.get(url, {"_to_field": ""})
+    assert response.status_code < 500

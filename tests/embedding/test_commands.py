@@ -22,11 +22,12 @@ DEMO_COMMANDS = (
     "batchboard_benchmark_admin",
     "batchboard_demo_login",
     "batchboard_example_job",
+    "batchboard_loadtest",
     "batchboard_seed",
     "batchboard_simulate",
 )
 #: Words no command of an embedding site may carry from the demo.
-DEMO_WORDS = ("demo", "seed", "simulate", "benchmark", "example_job")
+DEMO_WORDS = ("demo", "seed", "simulate", "benchmark", "example_job", "loadtest")
 
 
 def _host_help(tmp_path: Path) -> str:

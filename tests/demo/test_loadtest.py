@@ -1,0 +1,75 @@
+"""The load benchmark's arithmetic and its refusals (the run itself is manual)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connections
+
+from batchboard import conf
+from batchboard.demo.loadtest import MIX_SCRIPT, Page, percentile, read_samples
+
+
+def test_nearest_rank_percentiles() -> None:
+    values = [float(n) for n in range(1, 101)]
+    assert percentile(values, 0.50) == 50.0
+    assert percentile(values, 0.95) == 95.0
+    assert percentile(values, 0.99) == 99.0
+    assert percentile([7.0], 0.99) == 7.0
+    assert math.isnan(percentile([], 0.5))
+
+
+def test_samples_become_rates_percentiles_and_errors() -> None:
+    lines = [
+        "overview\t200\t1000000\t1010000\n",
+        "overview\t200\t1500000\t1530000\n",
+        "overview\t302\t1600000\t1605000\n",
+        "live\t200\t1700000\t1702000\n",
+        "live\t503\t2000000\t3000000\n",
+        "#errors\t1\t0\t0\t2\t1\n",
+    ]
+    report = read_samples(lines)
+    assert report.requests == 5
+    assert report.seconds == 2.0
+    assert report.statuses == {200: 3, 302: 1, 503: 1}
+    # A redirect fails as a 5xx does; socket errors count, wrk's status
+    # count does not (the samples already hold every status).
+    assert report.failures == {"overview": 1, "live": 1}
+    assert report.errors == 2 + 3
+    rows = {row[0]: row for row in report.rows()}
+    assert rows["overview"][1:4] == (3, 1.5, 10.0)
+    assert rows["overview"][5] == 30.0
+    assert rows["live"][5] == 1000.0
+    assert rows["all pages"][1] == 5
+    assert rows["all pages"][2] == 2.5
+
+
+def test_a_mix_line_is_what_mix_lua_reads() -> None:
+    page = Page("execution live poll", 30, "/executions/7/live/", htmx=True)
+    assert page.line() == "30\texecution live poll\t1\t/executions/7/live/"
+    script = MIX_SCRIPT.read_text()
+    assert "(%d+)\\t([^\\t]+)\\t(%d)\\t(.+)" in script
+    assert "wrk.thread:stop()" in script
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk")
+@pytest.mark.django_db
+def test_the_load_test_needs_postgresql() -> None:
+    if connections[conf.database_alias()].vendor == "postgresql":
+        pytest.skip("the refusal of SQLite")
+    with pytest.raises(CommandError, match="PostgreSQL|postgresql"):
+        call_command("batchboard_loadtest", "--requests", "100", "--seconds", "5")
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--requests", "10"), ("--seconds", "601"), ("--workers", "0")],
+)
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk")
+def test_the_load_test_is_bounded(option: str, value: str) -> None:
+    with pytest.raises(CommandError, match=option):
+        call_command("batchboard_loadtest", option, value)
