@@ -48,7 +48,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, RowNumber
 from django.db.models.sql.compiler import SQLCompiler
 
-from batchboard import conf, cursors
+from batchboard import cursors, db
 from batchboard.cursors import Key, QuerySpec
 from batchboard.explorer import pagination
 from batchboard.explorer.pagination import CEILING, Page, Row, assemble, values_rows
@@ -99,7 +99,7 @@ __all__ = [
 
 
 def _using() -> str:
-    return conf.database_alias()
+    return db.read_alias()
 
 
 def _len(value: str | None) -> int:

@@ -92,6 +92,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "batchboard.site.middleware.DatabaseUnavailableMiddleware",
+    # Last: it runs batchboard's pages inside their read transaction.
+    "batchboard.middleware.ReadYourWritesMiddleware",
 ]
 
 ROOT_URLCONF = "batchboard.site.urls"
