@@ -52,7 +52,5 @@ class ReadYourWritesMiddleware:
         if request.method not in ("GET", "HEAD") or module not in BOUNDED_VIEW_MODULES:
             return None
         session = getattr(request, "session", None)
-        with replicas.reading(
-            session, replica=module in replicas.REPLICA_VIEW_MODULES
-        ):
+        with replicas.reading(session, replica=module in replicas.REPLICA_VIEW_MODULES):
             return view(request, *args, **kwargs)

@@ -39,7 +39,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -160,10 +160,8 @@ def _candidates() -> list[str]:
 
 
 def _close_quietly(attempt: ExitStack, error: BaseException) -> None:
-    try:
+    with suppress(DatabaseError):
         attempt.__exit__(type(error), error, error.__traceback__)
-    except DatabaseError:
-        pass
 
 
 def _skip_reason(in_recovery: bool, lag: float) -> str | None:
@@ -192,7 +190,9 @@ def _try_replica(stack: ExitStack, alias: str, position: str | None) -> float | 
         _close_quietly(attempt, error)
         connections[alias].close()
         _mark_down(alias)
-        logger.warning("batchboard: replica %r skipped: %s", alias, type(error).__name__)
+        logger.warning(
+            "batchboard: replica %r skipped: %s", alias, type(error).__name__
+        )
         return None
     reason = _skip_reason(bool(in_recovery), float(lag))
     if reason is not None or not caught_up:
@@ -222,7 +222,9 @@ def _open_primary(stack: ExitStack, primary: str) -> bool:
 
 
 @contextmanager
-def reading(session: Mapping[str, Any] | None, *, replica: bool) -> Iterator[ReadChoice]:
+def reading(
+    session: Mapping[str, Any] | None, *, replica: bool
+) -> Iterator[ReadChoice]:
     """
     Serve the body's explorer reads from a replica or the primary, bounded.
 
@@ -243,7 +245,7 @@ def reading(session: Mapping[str, Any] | None, *, replica: bool) -> Iterator[Rea
         return
     position = session_position(session)
     with ExitStack() as stack:
-        choice = None
+        choice: ReadChoice | None = None
         if replica:
             for alias in _candidates():
                 if _is_down(alias):
