@@ -221,6 +221,17 @@ def _open_primary(stack: ExitStack, primary: str) -> bool:
     return True
 
 
+def _choose_replica(stack: ExitStack, position: str | None) -> ReadChoice | None:
+    """Return the first replica that may serve the page, its transaction open."""
+    for alias in _candidates():
+        if _is_down(alias):
+            continue
+        lag = _try_replica(stack, alias, position)
+        if lag is not None:
+            return ReadChoice(alias, replica=True, lag_seconds=lag)
+    return None
+
+
 @contextmanager
 def reading(
     session: Mapping[str, Any] | None, *, replica: bool
@@ -236,24 +247,16 @@ def reading(
     """
     primary = db.alias()
     if connections[primary].vendor != "postgresql":
-        choice = ReadChoice(primary)
-        token = _current.set(choice)
+        plain = ReadChoice(primary)
+        token = _current.set(plain)
         try:
-            yield choice
+            yield plain
         finally:
             _current.reset(token)
         return
     position = session_position(session)
     with ExitStack() as stack:
-        choice: ReadChoice | None = None
-        if replica:
-            for alias in _candidates():
-                if _is_down(alias):
-                    continue
-                lag = _try_replica(stack, alias, position)
-                if lag is not None:
-                    choice = ReadChoice(alias, replica=True, lag_seconds=lag)
-                    break
+        choice = _choose_replica(stack, position) if replica else None
         opened = True
         if choice is None:
             choice = ReadChoice(primary)
