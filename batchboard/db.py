@@ -141,8 +141,10 @@ def map_database_error(error: DatabaseError) -> RepositoryError:
 OPERATOR = "OPERATOR"
 RETENTION = "RETENTION"
 
-# The alias of the role an action in progress writes as (see writing()).
+# The alias of the role an action in progress writes as (see writing()), and
+# whether an action is in progress at all (its role may have no alias).
 _writing: ContextVar[str | None] = ContextVar("batchboard_writing", default=None)
+_acting: ContextVar[bool] = ContextVar("batchboard_acting", default=False)
 
 # Set only by back_dated(): the clock and the alias of a non-interactive
 # writer replaying history. Requests from the console never set them.
@@ -183,7 +185,7 @@ def read_alias() -> str:
     action (:func:`writing`) or a back-dated writer reads stay on the
     writer's alias: a write's guards and evidence are always the primary's.
     """
-    if _writing.get() is not None or _back_dated_alias.get() is not None:
+    if _acting.get() or _back_dated_alias.get() is not None:
         return alias()
     return _reading.get() or alias()
 
@@ -279,9 +281,11 @@ def writing(role: str) -> Iterator[None]:
             f"{chosen!r} for {role}, which DATABASES does not define."
         )
     token = _writing.set(chosen)
+    acting = _acting.set(True)
     try:
         yield
     finally:
+        _acting.reset(acting)
         _writing.reset(token)
 
 

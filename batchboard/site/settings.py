@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from batchboard.site.database import SiteConfigurationError, databases_from_environment
+from batchboard.site.database import (
+    SiteConfigurationError,
+    action_databases,
+    databases_from_environment,
+    read_databases,
+)
 
 
 def _base_dir() -> Path:
@@ -115,6 +120,14 @@ TEMPLATES = [
 ]
 
 DATABASES, _metadata_alias = databases_from_environment(dict(os.environ), BASE_DIR)
+# Streaming replicas for the explorer's reads, and the least-privilege
+# logins of the actions (see docs/scaling-out.md).
+_read_databases = read_databases(dict(os.environ), BASE_DIR, _metadata_alias)
+_action_databases, _action_roles = action_databases(
+    dict(os.environ), BASE_DIR, _metadata_alias
+)
+DATABASES.update(_read_databases)
+DATABASES.update(_action_databases)
 DATABASE_ROUTERS = ["batchboard.routers.BatchboardRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -124,7 +137,13 @@ if _schema_mode not in ("managed", "attached"):
         f"BATCHBOARD_SCHEMA is {_schema_mode!r}; use 'managed' (batchboard creates "
         "the schema) or 'attached' (an existing oxide-batch database)."
     )
-BATCHBOARD = {"DATABASE": _metadata_alias, "SCHEMA": _schema_mode, "DEMO": DEMO}
+BATCHBOARD = {
+    "DATABASE": _metadata_alias,
+    "SCHEMA": _schema_mode,
+    "DEMO": DEMO,
+    "READ_DATABASES": list(_read_databases),
+    "ACTION_DATABASES": _action_roles,
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
