@@ -514,6 +514,13 @@ def _replica_messages(alias: str) -> list[CheckMessage]:
     return []
 
 
+def _schema_ready(alias: str) -> bool:
+    try:
+        return _schema_version(alias)[0] == "ok"
+    except DatabaseError:
+        return False
+
+
 @register(Tags.database)
 def check_database_roles(
     app_configs: Any = None, databases: Sequence[str] | None = None, **kwargs: Any
@@ -550,7 +557,7 @@ def check_database_roles(
         roles = [role for role, named in actions.items() if named == alias]
         if alias != primary and not roles:
             continue
-        if schema_messages(primary):
+        if not _schema_ready(primary):
             continue  # the schema checks say what is wrong first
         try:
             if alias == primary:

@@ -35,6 +35,7 @@ replayed one is not lag.
 from __future__ import annotations
 
 import itertools
+import math
 import logging
 import threading
 import time
@@ -82,9 +83,9 @@ class ReadChoice:
     def notice_seconds(self) -> int | None:
         """Return the lag to tell the reader, or None when it is not worth saying."""
         threshold = float(conf.get_config()["REPLICA_LAG_NOTICE_SECONDS"])
-        if not self.replica or self.lag_seconds < threshold:
+        if not self.replica or self.lag_seconds <= threshold:
             return None
-        return int(self.lag_seconds)
+        return math.ceil(self.lag_seconds)
 
 
 _current: ContextVar[ReadChoice | None] = ContextVar(

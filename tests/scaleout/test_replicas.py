@@ -45,11 +45,11 @@ def test_lag_notice_follows_the_threshold() -> None:
     """Only a replica lagging past REPLICA_LAG_NOTICE_SECONDS is worth a notice."""
     with override_settings(BATCHBOARD={"REPLICA_LAG_NOTICE_SECONDS": 5}):
         assert (
-            replicas.ReadChoice("r", replica=True, lag_seconds=12.7).notice_seconds()
-            == 12
+            replicas.ReadChoice("r", replica=True, lag_seconds=12.2).notice_seconds()
+            == 13
         )
         assert (
-            replicas.ReadChoice("r", replica=True, lag_seconds=4.9).notice_seconds()
+            replicas.ReadChoice("r", replica=True, lag_seconds=5).notice_seconds()
             is None
         )
         assert replicas.ReadChoice("default", lag_seconds=99).notice_seconds() is None
