@@ -35,8 +35,8 @@ replayed one is not lag.
 from __future__ import annotations
 
 import itertools
-import math
 import logging
+import math
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
