@@ -7,8 +7,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.actions.test_roles import OPERATOR_ROLE, RETENTION_ROLE
 from tests.scaleout import cluster as components
 from tests.scaleout.site import Site, run_manage, serve, site_env
+
+#: The three roles of spec 9.1 the role tests create on the cluster.
+LEAST_PRIVILEGE = {
+    "explorer": "bbs_explorer",
+    "operator": "bbs_operator",
+    "retention": "bbs_retention",
+}
 
 
 def _require_components() -> None:
@@ -21,7 +29,11 @@ def _require_components() -> None:
 def cluster() -> Iterator[components.Cluster]:
     """A primary, a streaming standby and PgBouncer, for the whole session."""
     _require_components()
-    started = components.start_cluster()
+    # PgBouncer admits the logins it lists: the suite's superuser, the roles
+    # the action tests create, and the least-privilege roles of these tests.
+    started = components.start_cluster(
+        users=("postgres", OPERATOR_ROLE, RETENTION_ROLE, *LEAST_PRIVILEGE.values())
+    )
     try:
         yield started
     finally:
