@@ -61,13 +61,18 @@ RETRY_DOWN_SECONDS = 5.0
 #: views (dialogs, recovery proposals, purge plans) read the primary.
 REPLICA_VIEW_MODULES = ("batchboard.explorer.views",)
 
+#: A replica's lag in seconds: zero once it has replayed all it received.
+LAG_SQL = (
+    "CASE WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM "
+    "pg_last_wal_replay_lsn() THEN 0 ELSE COALESCE(EXTRACT(EPOCH FROM now() - "
+    "pg_last_xact_replay_timestamp()), 0) END::float8"
+)
+
 # One round trip: bound the transaction's statements, then the replica's state.
 _STATUS_SQL = (
     "SELECT set_config('statement_timeout', %s, true), pg_is_in_recovery(), "
-    "CASE WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM "
-    "pg_last_wal_replay_lsn() THEN 0 ELSE COALESCE(EXTRACT(EPOCH FROM now() - "
-    "pg_last_xact_replay_timestamp()), 0) END::float8, "
-    "%s::pg_lsn IS NULL OR pg_last_wal_replay_lsn() >= %s::pg_lsn"
+    + LAG_SQL
+    + ", %s::pg_lsn IS NULL OR pg_last_wal_replay_lsn() >= %s::pg_lsn"
 )
 _BOUND_SQL = "SELECT set_config('statement_timeout', %s, true)"
 
