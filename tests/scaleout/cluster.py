@@ -157,6 +157,21 @@ class Cluster:
             time.sleep(0.05)
         raise TimeoutError(f"the standby did not replay {target}")
 
+    def running_execution(self) -> int:
+        """
+        Return a STARTED execution without a stop request, replayed on the standby.
+
+        Tests stop executions; the seed leaves only a few running, so the
+        stop request of the lowest one is cleared for the next test.
+        """
+        ((execution,),) = self.primary.query(
+            "UPDATE oxide_batch.ob_job_execution SET stop_requested_at = NULL, "
+            "stop_requested_by = NULL WHERE id = (SELECT min(id) FROM "
+            "oxide_batch.ob_job_execution WHERE status = 'STARTED') RETURNING id"
+        )
+        self.wait_for_replay()
+        return int(execution)
+
     def stop(self) -> None:
         if "pgbouncer" in self.started:
             pid_file = self.root / "pgbouncer.pid"

@@ -48,10 +48,7 @@ def test_pages_and_actions_set_nothing_on_the_session(
     cluster.primary.query("SELECT pg_stat_statements_reset()")
     operator = Browser(pooled_site.base)
     operator.login("operator")
-    execution = cluster.primary.query(
-        "SELECT id FROM oxide_batch.ob_job_execution WHERE status = 'STARTED' "
-        "AND stop_requested_at IS NULL ORDER BY id DESC LIMIT 1"
-    )[0][0]
+    execution = cluster.running_execution()
     for page in ("/", "/executions/", f"/executions/{execution}/", "/unresolved/"):
         status, body = operator.get(page)
         assert status == 200, (page, body[:300])

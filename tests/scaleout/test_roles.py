@@ -97,10 +97,7 @@ def test_every_page_and_action_works(cluster: Cluster, role_site: Site) -> None:
         assert rows, sql
         return int(rows[0][0])
 
-    running = one(
-        "SELECT id FROM oxide_batch.ob_job_execution WHERE status = 'STARTED' "
-        "AND stop_requested_at IS NULL ORDER BY id LIMIT 1"
-    )
+    running = cluster.running_execution()
     failed = one(
         "SELECT id FROM oxide_batch.ob_job_execution "
         "WHERE status IN ('FAILED', 'STOPPED') ORDER BY id DESC LIMIT 1"

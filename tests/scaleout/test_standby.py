@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
@@ -110,17 +111,8 @@ def _sample_standby_activity(
     return seen
 
 
-def _running_execution(cluster: Cluster) -> int:
-    rows = cluster.primary.query(
-        "SELECT id FROM oxide_batch.ob_job_execution WHERE status = 'STARTED' "
-        "AND stop_requested_at IS NULL ORDER BY id LIMIT 1"
-    )
-    assert rows, "the seed left no running execution"
-    return int(rows[0][0])
-
-
-@pytest.fixture
-def paused(cluster: Cluster) -> Iterator[None]:
+@contextmanager
+def _paused(cluster: Cluster) -> Iterator[None]:
     cluster.standby.query("SELECT pg_wal_replay_pause()")
     try:
         yield
@@ -129,15 +121,31 @@ def paused(cluster: Cluster) -> Iterator[None]:
 
 
 def test_paused_replay_reads_your_writes(
-    cluster: Cluster, operator: Browser, viewer: Browser, paused: None
+    cluster: Cluster, operator: Browser, viewer: Browser
 ) -> None:
     """
     The operator who stopped an execution sees the stop on their next page
     (the primary serves them); another user sees the standby's older state
     and the lag notice; after replay resumes both agree.
     """
-    execution = _running_execution(cluster)
+    execution = cluster.running_execution()
     page = f"/executions/{execution}/"
+    with _paused(cluster):
+        _stop_while_paused(cluster, operator, viewer, execution, page)
+    cluster.wait_for_replay()
+    _reset_statements(cluster)
+    for browser in (operator, viewer):
+        status, body = browser.get(page)
+        assert status == 200
+        assert "by user:operator" in body
+        assert "Data as of" not in body
+    # Both were served by the standby once it had replayed the stop.
+    assert _reads_of_history(cluster.primary) == 0
+
+
+def _stop_while_paused(
+    cluster: Cluster, operator: Browser, viewer: Browser, execution: int, page: str
+) -> None:
     time.sleep(1.1)  # the standby's last replayed commit is now over a second old
     result = operator.act(f"/executions/{execution}/stop/")
     assert applied(result), result[:800]
@@ -151,17 +159,6 @@ def test_paused_replay_reads_your_writes(
     assert status == 200
     assert "by user:operator" not in theirs
     assert "Data as of" in theirs
-
-    cluster.standby.query("SELECT pg_wal_replay_resume()")
-    cluster.wait_for_replay()
-    _reset_statements(cluster)
-    for browser in (operator, viewer):
-        status, body = browser.get(page)
-        assert status == 200
-        assert "by user:operator" in body
-        assert "Data as of" not in body
-    # Both were served by the standby once it had replayed the stop.
-    assert _reads_of_history(cluster.primary) == 0
 
 
 def test_a_read_past_the_timeout_gets_the_503_page(

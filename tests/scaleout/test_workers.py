@@ -44,10 +44,7 @@ def test_a_session_and_its_commit_position_travel_between_workers(
     """
     operator = Browser(site.base)
     operator.login("operator")
-    execution = cluster.primary.query(
-        "SELECT id FROM oxide_batch.ob_job_execution WHERE status = 'STARTED' "
-        "AND stop_requested_at IS NULL ORDER BY id DESC LIMIT 1"
-    )[0][0]
+    execution = cluster.running_execution()
     cluster.standby.query("SELECT pg_wal_replay_pause()")
     try:
         assert applied(operator.act(f"/executions/{execution}/stop/"))
