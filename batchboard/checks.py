@@ -358,7 +358,8 @@ def check_metadata_schema(
 # -- database roles (spec 9.1) ---------------------------------------------------
 
 #: A privilege a class of work needs: (kind, table, column, privilege), kind
-#: "table", "column" or "sequence" (the sequence behind ``table.column``).
+#: "table", "column", "sequence" (the sequence behind ``table.column``) or
+#: "schema" (the metadata schema itself).
 Need = tuple[str, str, str | None, str]
 
 _READ_NEEDS: tuple[Need, ...] = tuple(
@@ -420,6 +421,8 @@ ROLE_NEEDS: dict[str, tuple[tuple[Need, ...], str]] = {
 def describe_need(need: Need) -> str:
     """Name a privilege as a GRANT would: ``UPDATE (status) ON oxide_batch.t``."""
     kind, table, column, privilege = need
+    if kind == "schema":
+        return f"{privilege} ON SCHEMA {schema.SCHEMA_NAME}"
     qualified = f"{schema.SCHEMA_NAME}.{table}"
     if kind == "column":
         return f"{privilege} ({column}) ON {qualified}"
@@ -429,23 +432,39 @@ def describe_need(need: Need) -> str:
 
 
 def missing_privileges(alias: str, needs: Sequence[Need]) -> list[Need]:
-    """Return the ``needs`` the login of ``alias`` lacks (PostgreSQL), in order."""
-    rows = ", ".join("(%s, %s, %s, %s, %s)" for _ in needs)
-    params: list[Any] = []
-    for number, (kind, table, column, privilege) in enumerate(needs):
-        params += [number, kind, f"{schema.SCHEMA_NAME}.{table}", column, privilege]
-    sql = (
-        "SELECT need.n FROM (VALUES "
-        + rows
-        + ") AS need(n, kind, tbl, col, priv) WHERE NOT COALESCE(CASE need.kind "
-        "WHEN 'table' THEN has_table_privilege(need.tbl, need.priv) "
-        "WHEN 'column' THEN has_column_privilege(need.tbl, need.col, need.priv) "
-        "ELSE has_sequence_privilege(pg_get_serial_sequence(need.tbl, need.col), "
-        "need.priv) END, false) ORDER BY need.n"
-    )
+    """
+    Return the ``needs`` the login of ``alias`` lacks (PostgreSQL), in order.
+
+    Without ``USAGE`` on the schema nothing in it is reachable, so that is
+    the one privilege reported then. Objects are found through the catalog,
+    which every login may read, so a missing privilege is never an error.
+    """
     with connections[alias].cursor() as cursor:
-        cursor.execute(sql, params)
-        return [needs[int(row[0])] for row in cursor.fetchall()]
+        cursor.execute("SELECT has_schema_privilege(%s, 'USAGE')", [schema.SCHEMA_NAME])
+        row = cursor.fetchone()
+        if not (row and row[0]):
+            return [("schema", "", None, "USAGE")]
+        rows = ", ".join("(%s, %s, %s, %s, %s)" for _ in needs)
+        params: list[Any] = []
+        for number, (kind, table, column, privilege) in enumerate(needs):
+            params += [number, kind, table, column, privilege]
+        cursor.execute(
+            "WITH need(n, kind, tbl, col, priv) AS (VALUES "
+            + rows
+            + "), found AS (SELECT need.*, c.oid AS rel, a.attnum FROM need "
+            "LEFT JOIN pg_namespace ns ON ns.nspname = %s "
+            "LEFT JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = need.tbl "
+            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = need.col) "
+            "SELECT n FROM found WHERE NOT COALESCE(CASE kind "
+            "WHEN 'table' THEN has_table_privilege(rel, priv) "
+            "WHEN 'column' THEN has_column_privilege(rel, attnum, priv) "
+            "ELSE (SELECT has_sequence_privilege(d.objid, priv) FROM pg_depend d "
+            "JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' "
+            "WHERE d.refobjid = rel AND d.refobjsubid = attnum "
+            "AND d.deptype IN ('a', 'i') LIMIT 1) END, false) ORDER BY n",
+            [*params, schema.SCHEMA_NAME],
+        )
+        return [needs[int(found[0])] for found in cursor.fetchall()]
 
 
 def _login(alias: str) -> str:
