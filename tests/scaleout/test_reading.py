@@ -16,6 +16,7 @@ from django.test import Client, override_settings
 
 from batchboard import checks, db, replicas
 from tests import factories
+from tests.conftest import wipe_metadata
 from tests.scaleout.cluster import free_port
 
 pytestmark = pytest.mark.postgresql
@@ -129,8 +130,6 @@ def test_an_action_puts_its_position_in_the_session(admin_user: User) -> None:
     assert b"APPLIED" in response.content
     position = client.session.get(replicas.SESSION_KEY)
     assert isinstance(position, str) and replicas.position_value(position) > 0
-    from tests.conftest import wipe_metadata
-
     wipe_metadata()
 
 

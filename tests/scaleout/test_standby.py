@@ -161,6 +161,20 @@ def _stop_while_paused(
     assert "Data as of" in theirs
 
 
+def _wait_for_standby_lock(cluster: Cluster) -> None:
+    """Wait until the standby's startup process holds the replayed lock."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = cluster.standby.query(
+            "SELECT 1 FROM pg_locks WHERE mode = 'AccessExclusiveLock' "
+            "AND granted AND relation = 'oxide_batch.ob_job_execution'::regclass"
+        )
+        if rows:
+            return
+        time.sleep(0.05)
+    raise TimeoutError("the standby never took the primary's lock")
+
+
 def test_a_read_past_the_timeout_gets_the_503_page(
     cluster: Cluster, viewer: Browser
 ) -> None:
@@ -174,11 +188,12 @@ def test_a_read_past_the_timeout_gets_the_503_page(
         # Another transaction's commit flushes the lock's WAL record to the standby.
         cluster.primary.query("SELECT txid_current()")
         cluster.wait_for_replay()
+        _wait_for_standby_lock(cluster)
         started = time.monotonic()
         status, body = viewer.get("/executions/")
         waited = time.monotonic() - started
         locker.rollback()
-    assert status == 503, body[:500]
+    assert status == 503, (waited, body[body.find("<main") :][:600])
     assert "Traceback" not in body
     assert 1.0 <= waited < 30
     assert viewer.get("/executions/")[0] == 200
