@@ -179,6 +179,18 @@ def _read_database_errors() -> list[CheckMessage]:
                     id="batchboard.E007",
                 )
             )
+    middleware = "batchboard.middleware.ReadYourWritesMiddleware"
+    if configured and middleware not in getattr(settings, "MIDDLEWARE", []):
+        errors.append(
+            Warning(
+                "BATCHBOARD['READ_DATABASES'] names replicas but "
+                "ReadYourWritesMiddleware is not installed: every page reads "
+                "from the primary.",
+                hint=f"Add '{middleware}' to MIDDLEWARE, after SessionMiddleware "
+                "and AuthenticationMiddleware (last is fine).",
+                id="batchboard.W007",
+            )
+        )
     timeout = config.get("STATEMENT_TIMEOUT_MS")
     if (
         not isinstance(timeout, int)

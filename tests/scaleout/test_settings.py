@@ -45,6 +45,19 @@ def test_misconfiguration_is_named(settings: object, expected: list[str]) -> Non
     assert _ids(settings) == expected
 
 
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_replicas_without_the_middleware_are_named() -> None:
+    """Replicas configured, middleware missing: W007 (pages stay on the primary)."""
+    databases = {
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+        "replica": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"},
+    }
+    with override_settings(DATABASES=databases):
+        assert _ids({"READ_DATABASES": ["replica"]}) == []
+        with override_settings(MIDDLEWARE=[]):
+            assert _ids({"READ_DATABASES": ["replica"]}) == ["batchboard.W007"]
+
+
 def test_bounds_of_the_read_timeout_pass() -> None:
     """1 ms and 24 h are both accepted (spec 9.3)."""
     assert _ids({"STATEMENT_TIMEOUT_MS": 1}) == []
