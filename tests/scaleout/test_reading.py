@@ -168,3 +168,20 @@ def test_a_login_without_grants_is_told_each_privilege() -> None:
         checks.describe_need(("column", "ob_job_execution", "status", "UPDATE"))
         == "UPDATE (status) ON oxide_batch.ob_job_execution"
     )
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_role_checks_in_process(extra_aliases: dict[str, str]) -> None:
+    """W020 for a primary posing as a replica, W021 for a dead one, none for a writer."""
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    databases = {**settings.DATABASES, "same": {}, "gone": {}}
+    config = {"READ_DATABASES": ["same", "gone"], "ACTION_DATABASES": {}}
+    with override_settings(DATABASES=databases, BATCHBOARD=config):
+        ids = [m.id for m in checks.check_database_roles(databases=["same", "gone"])]
+    assert ids == ["batchboard.W020", "batchboard.W021"]
+    config = {"ACTION_DATABASES": {"OPERATOR": "same", "RETENTION": "same"}}
+    with override_settings(DATABASES=databases, BATCHBOARD=config):
+        assert list(checks.check_database_roles(databases=["default", "same"])) == []
