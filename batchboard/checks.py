@@ -11,7 +11,12 @@ from django.db import DatabaseError, connections
 from django.db.migrations.recorder import MigrationRecorder
 
 from batchboard import conf, schema
-from batchboard.vocabulary import MAX_PAGE_SIZE, MIN_PAGE_SIZE
+from batchboard.vocabulary import (
+    MAX_PAGE_SIZE,
+    MAX_STATEMENT_TIMEOUT_MS,
+    MIN_PAGE_SIZE,
+    MIN_STATEMENT_TIMEOUT_MS,
+)
 
 
 def setting_hint(alias: str) -> str:
@@ -85,6 +90,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
             )
         )
     errors.extend(_action_database_errors())
+    errors.extend(_read_database_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -134,6 +140,87 @@ def _action_database_errors() -> list[CheckMessage]:
                     id="batchboard.E006",
                 )
             )
+    return errors
+
+
+def _read_database_errors() -> list[CheckMessage]:
+    """Validate ``READ_DATABASES``, the read timeout and the lag thresholds."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    configured = config.get("READ_DATABASES") or []
+    if isinstance(configured, str) or not isinstance(configured, (list, tuple)):
+        errors.append(
+            Error(
+                "BATCHBOARD['READ_DATABASES'] must be a list of database aliases.",
+                hint='Use ["<replica alias>", ...], or leave it out to read '
+                "through BATCHBOARD['DATABASE'].",
+                id="batchboard.E007",
+            )
+        )
+        configured = []
+    for alias in configured:
+        if alias not in settings.DATABASES:
+            errors.append(
+                Error(
+                    f"BATCHBOARD['READ_DATABASES'] names the alias {alias!r}, "
+                    "which is not in DATABASES.",
+                    hint="Add that alias to DATABASES (a streaming replica of the "
+                    "metadata database) or remove it from READ_DATABASES.",
+                    id="batchboard.E007",
+                )
+            )
+        elif alias == conf.database_alias():
+            errors.append(
+                Error(
+                    f"BATCHBOARD['READ_DATABASES'] names {alias!r}, the primary "
+                    "metadata alias itself.",
+                    hint="List replicas only; the primary serves reads anyway "
+                    "when no replica may.",
+                    id="batchboard.E007",
+                )
+            )
+    middleware = "batchboard.middleware.ReadYourWritesMiddleware"
+    if configured and middleware not in getattr(settings, "MIDDLEWARE", []):
+        errors.append(
+            Warning(
+                "BATCHBOARD['READ_DATABASES'] names replicas but "
+                "ReadYourWritesMiddleware is not installed: every page reads "
+                "from the primary.",
+                hint=f"Add '{middleware}' to MIDDLEWARE, after SessionMiddleware "
+                "and AuthenticationMiddleware (last is fine).",
+                id="batchboard.W007",
+            )
+        )
+    timeout = config.get("STATEMENT_TIMEOUT_MS")
+    if (
+        not isinstance(timeout, int)
+        or isinstance(timeout, bool)
+        or not MIN_STATEMENT_TIMEOUT_MS <= timeout <= MAX_STATEMENT_TIMEOUT_MS
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['STATEMENT_TIMEOUT_MS'] is {timeout!r}.",
+                hint=f"Use a whole number of milliseconds from "
+                f"{MIN_STATEMENT_TIMEOUT_MS} to {MAX_STATEMENT_TIMEOUT_MS} (24 h).",
+                id="batchboard.E008",
+            )
+        )
+    notice = config.get("REPLICA_LAG_NOTICE_SECONDS")
+    maximum = config.get("REPLICA_MAX_LAG_SECONDS")
+    numbers = all(
+        isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        for value in (notice, maximum)
+    )
+    if not numbers or notice > maximum:  # type: ignore[operator]
+        errors.append(
+            Error(
+                f"BATCHBOARD['REPLICA_LAG_NOTICE_SECONDS'] is {notice!r} and "
+                f"BATCHBOARD['REPLICA_MAX_LAG_SECONDS'] is {maximum!r}.",
+                hint="Use seconds, zero or more, with the notice no larger than "
+                "the maximum lag.",
+                id="batchboard.E009",
+            )
+        )
     return errors
 
 
@@ -284,3 +371,247 @@ def check_metadata_schema(
     if not databases or alias not in databases or alias not in settings.DATABASES:
         return []
     return schema_messages(alias)
+
+
+# -- database roles (spec 9.1) ---------------------------------------------------
+
+#: A privilege a class of work needs: (kind, table, column, privilege), kind
+#: "table", "column", "sequence" (the sequence behind ``table.column``) or
+#: "schema" (the metadata schema itself).
+Need = tuple[str, str, str | None, str]
+
+_READ_NEEDS: tuple[Need, ...] = tuple(
+    ("table", name, None, "SELECT") for name in schema.TABLE_NAMES
+)
+_OPERATOR_NEEDS: tuple[Need, ...] = (
+    ("table", "ob_operator_request", None, "INSERT"),
+    ("table", "ob_recovery_decision", None, "INSERT"),
+    *(
+        ("column", "ob_job_execution", column, "UPDATE")
+        for column in (
+            "status",
+            "exit_code",
+            "failure_category",
+            "failure_id",
+            "started_at",
+            "ended_at",
+            "updated_at",
+            "version",
+            "stop_requested_at",
+            "stop_requested_by",
+        )
+    ),
+    ("sequence", "ob_operator_request", "id", "USAGE"),
+    ("sequence", "ob_recovery_decision", "id", "USAGE"),
+)
+_RETENTION_NEEDS: tuple[Need, ...] = (
+    ("table", "ob_retention_action", None, "INSERT"),
+    ("table", "ob_retention_action", None, "UPDATE"),
+    *(
+        ("column", "ob_job_instance", column, "UPDATE")
+        for column in ("hold_actor", "hold_reason", "hold_placed_at")
+    ),
+    ("column", "ob_flow_decision", "reused_decision_id", "UPDATE"),
+    *(
+        ("table", name, None, "DELETE")
+        for name in (
+            "ob_flow_decision",
+            "ob_recovery_decision",
+            "ob_operator_request",
+            "ob_step_partition",
+            "ob_component_state",
+            "ob_step_execution",
+            "ob_job_execution",
+            "ob_job_instance",
+        )
+    ),
+    ("sequence", "ob_retention_action", "id", "USAGE"),
+)
+
+#: What each kind of login needs, and the work that fails without it.
+ROLE_NEEDS: dict[str, tuple[tuple[Need, ...], str]] = {
+    "READ": (_READ_NEEDS, "every explorer page"),
+    conf.OPERATOR: (_OPERATOR_NEEDS, "stop, abandon and recover"),
+    conf.RETENTION: (_RETENTION_NEEDS, "placing and releasing holds, and purges"),
+}
+
+
+def describe_need(need: Need) -> str:
+    """Name a privilege as a GRANT would: ``UPDATE (status) ON oxide_batch.t``."""
+    kind, table, column, privilege = need
+    if kind == "schema":
+        return f"{privilege} ON SCHEMA {schema.SCHEMA_NAME}"
+    qualified = f"{schema.SCHEMA_NAME}.{table}"
+    if kind == "column":
+        return f"{privilege} ({column}) ON {qualified}"
+    if kind == "sequence":
+        return f"{privilege} ON the sequence of {qualified}.{column}"
+    return f"{privilege} ON {qualified}"
+
+
+def missing_privileges(alias: str, needs: Sequence[Need]) -> list[Need]:
+    """
+    Return the ``needs`` the login of ``alias`` lacks (PostgreSQL), in order.
+
+    Without ``USAGE`` on the schema nothing in it is reachable, so that is
+    the one privilege reported then. Objects are found through the catalog,
+    which every login may read, so a missing privilege is never an error.
+    """
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT has_schema_privilege(%s, 'USAGE')", [schema.SCHEMA_NAME])
+        row = cursor.fetchone()
+        if not (row and row[0]):
+            return [("schema", "", None, "USAGE")]
+        rows = ", ".join("(%s, %s, %s, %s, %s)" for _ in needs)
+        params: list[Any] = []
+        for number, (kind, table, column, privilege) in enumerate(needs):
+            params += [number, kind, table, column, privilege]
+        cursor.execute(
+            "WITH need(n, kind, tbl, col, priv) AS (VALUES "
+            + rows
+            + "), found AS (SELECT need.*, c.oid AS rel, a.attnum FROM need "
+            "LEFT JOIN pg_namespace ns ON ns.nspname = %s "
+            "LEFT JOIN pg_class c ON c.relnamespace = ns.oid AND c.relname = need.tbl "
+            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = need.col) "
+            "SELECT n FROM found WHERE NOT COALESCE(CASE kind "
+            "WHEN 'table' THEN has_table_privilege(rel, priv) "
+            "WHEN 'column' THEN has_column_privilege(rel, attnum, priv) "
+            "ELSE (SELECT has_sequence_privilege(d.objid, priv) FROM pg_depend d "
+            "JOIN pg_class s ON s.oid = d.objid AND s.relkind = 'S' "
+            "WHERE d.refobjid = rel AND d.refobjsubid = attnum "
+            "AND d.deptype IN ('a', 'i') LIMIT 1) END, false) ORDER BY n",
+            [*params, schema.SCHEMA_NAME],
+        )
+        return [needs[int(found[0])] for found in cursor.fetchall()]
+
+
+def _login(alias: str) -> str:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT current_user")
+        row = cursor.fetchone()
+    return str(row[0]) if row else "?"
+
+
+def _privilege_messages(alias: str, role: str, *, warn: bool) -> list[CheckMessage]:
+    needs, work = ROLE_NEEDS[role]
+    missing = missing_privileges(
+        alias, (_READ_NEEDS + needs) if role != "READ" else needs
+    )
+    if not missing:
+        return []
+    login = _login(alias)
+    messages: list[CheckMessage] = []
+    for need in missing:
+        grant = describe_need(need)
+        kind = Warning if warn else Error
+        messages.append(
+            kind(
+                f"The login {login!r} of the database alias {alias!r} lacks "
+                f"{grant}, which {work} need"
+                + (
+                    " (they write through this alias: ACTION_DATABASES gives "
+                    "them no login of their own)."
+                    if warn
+                    else "."
+                ),
+                hint=f"As the schema owner: GRANT {grant.replace('the sequence of ', '')}"
+                f" TO {login}; (see the README's least-privilege roles).",
+                id="batchboard.W016" if warn else "batchboard.E016",
+            )
+        )
+    return messages
+
+
+def _replica_messages(alias: str) -> list[CheckMessage]:
+    try:
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT pg_is_in_recovery()")
+            row = cursor.fetchone()
+    except DatabaseError as exc:
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        return [
+            Warning(
+                f"The replica {alias!r} cannot be reached: {reason}",
+                hint="Pages fall back to the primary until it answers; check the "
+                "replica and BATCHBOARD_READ_DATABASE_URL.",
+                id="batchboard.W021",
+            )
+        ]
+    if row and not row[0]:
+        return [
+            Warning(
+                f"The replica {alias!r} is not in recovery: it is a primary, "
+                "not a streaming standby.",
+                hint="Point it at a standby (pg_is_in_recovery() true); batchboard "
+                "skips it and reads from the primary meanwhile.",
+                id="batchboard.W020",
+            )
+        ]
+    return []
+
+
+def _schema_ready(alias: str) -> bool:
+    try:
+        return _schema_version(alias)[0] == "ok"
+    except DatabaseError:
+        return False
+
+
+@register(Tags.database)
+def check_database_roles(
+    app_configs: Any = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> Iterable[CheckMessage]:
+    """
+    Check replicas and the privileges of each login batchboard uses (PostgreSQL).
+
+    For each alias among ``databases``: a replica must be in recovery
+    (W020, W021) and may read every table; the metadata alias may read
+    every table, and warns (W016) for the actions it writes for; an
+    ``ACTION_DATABASES`` alias holds its class's privileges (E016). Each
+    missing privilege is named, as a GRANT would name it.
+    """
+    if not databases:
+        return []
+    primary = conf.database_alias()
+    if primary not in settings.DATABASES:
+        return []
+    actions = conf.get_config().get("ACTION_DATABASES") or {}
+    if not isinstance(actions, dict):
+        actions = {}
+    messages: list[CheckMessage] = []
+    for alias in databases:
+        if alias not in settings.DATABASES:
+            continue
+        if connections[alias].vendor != "postgresql":
+            continue
+        if alias in conf.read_aliases():
+            found = _replica_messages(alias)
+            messages += found
+            if not found:
+                messages += _privilege_messages(alias, "READ", warn=False)
+            continue
+        roles = [role for role, named in actions.items() if named == alias]
+        if alias != primary and not roles:
+            continue
+        if not _schema_ready(primary):
+            continue  # the schema checks say what is wrong first
+        try:
+            if alias == primary:
+                messages += _privilege_messages(alias, "READ", warn=False)
+                for role in conf.ACTION_ROLES:
+                    if role not in actions:
+                        messages += _privilege_messages(alias, role, warn=True)
+            for role in roles:
+                if role in ROLE_NEEDS:
+                    messages += _privilege_messages(alias, role, warn=False)
+        except DatabaseError as exc:
+            messages.append(
+                Error(
+                    f"Cannot check the privileges of {alias!r}: {type(exc).__name__}.",
+                    hint="Run 'manage.py check --database "
+                    f"{alias}' once the database answers.",
+                    id="batchboard.E010",
+                )
+            )
+    return messages

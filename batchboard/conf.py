@@ -43,6 +43,20 @@ DEFAULTS: dict[str, Any] = {
     # abandon and recover, {"RETENTION": alias} for holds and purges. A
     # role left out writes through DATABASE.
     "ACTION_DATABASES": {},
+    # Aliases of streaming replicas of DATABASE, tried in order, that serve
+    # the explorer's pages, fragments and polls (PostgreSQL only). A user who
+    # just acted reads from the primary until a replica has replayed their
+    # commit; a replica that is down, not in recovery or lags more than
+    # REPLICA_MAX_LAG_SECONDS is skipped. Empty: every read uses DATABASE.
+    "READ_DATABASES": [],
+    # Pages served from a replica lagging more than this many seconds say
+    # how old their data is ("data as of 12 s ago").
+    "REPLICA_LAG_NOTICE_SECONDS": 5,
+    # A replica lagging more than this many seconds is skipped.
+    "REPLICA_MAX_LAG_SECONDS": 300,
+    # PostgreSQL: statement timeout (milliseconds, 1 ms..24 h, spec 9.3) of
+    # the transaction a page's reads run in (SET LOCAL, PgBouncer-safe).
+    "STATEMENT_TIMEOUT_MS": 30_000,
 }
 
 
@@ -78,3 +92,13 @@ def action_aliases() -> set[str]:
     if not isinstance(configured, dict):
         return set()
     return {value for value in configured.values() if isinstance(value, str)}
+
+
+def read_aliases() -> list[str]:
+    """Return the replica aliases of ``READ_DATABASES`` (validated by E007)."""
+    configured = get_config().get("READ_DATABASES") or []
+    if isinstance(configured, str):
+        configured = [configured]
+    if not isinstance(configured, (list, tuple)):
+        return []
+    return [value for value in configured if isinstance(value, str)]

@@ -8,7 +8,12 @@ This module owns what a unit needs and nothing else:
 
 - the alias: ``BATCHBOARD["DATABASE"]``, the ``ACTION_DATABASES`` alias of
   the role an action writes as (:func:`writing`), or the alias of a writer
-  replaying history (:func:`back_dated`);
+  replaying history (:func:`back_dated`); and for the explorer's reads,
+  :func:`read_alias`: the replica :mod:`batchboard.replicas` chose for the
+  page, else the same primary alias;
+- the commit position: inside :func:`tracking_commits` (one web request) a
+  unit on PostgreSQL records the primary's WAL position after it commits,
+  so that the user's next pages wait for a replica that has replayed it;
 - the bounds of spec 9.3: on PostgreSQL the transaction sets its own
   statement, lock and idle-in-transaction timeouts, local to the
   transaction, so a stuck writer surfaces as an error instead of a hung
@@ -23,6 +28,7 @@ This module owns what a unit needs and nothing else:
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,6 +43,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.connection import ConnectionDoesNotExist
 
 from batchboard import conf
+from batchboard.vocabulary import MAX_STATEMENT_TIMEOUT_MS
+
+logger = logging.getLogger("batchboard.db")
 
 # -- errors --------------------------------------------------------------------
 
@@ -132,8 +141,10 @@ def map_database_error(error: DatabaseError) -> RepositoryError:
 OPERATOR = "OPERATOR"
 RETENTION = "RETENTION"
 
-# The alias of the role an action in progress writes as (see writing()).
+# The alias of the role an action in progress writes as (see writing()), and
+# whether an action is in progress at all (its role may have no alias).
 _writing: ContextVar[str | None] = ContextVar("batchboard_writing", default=None)
+_acting: ContextVar[bool] = ContextVar("batchboard_acting", default=False)
 
 # Set only by back_dated(): the clock and the alias of a non-interactive
 # writer replaying history. Requests from the console never set them.
@@ -159,6 +170,86 @@ def alias(using: str | None = None) -> str:
 def connection(using: str | None = None) -> BaseDatabaseWrapper:
     """Return the connection of :func:`alias`."""
     return connections[alias(using)]
+
+
+# The alias a page reads from (see batchboard.replicas.reading()).
+_reading: ContextVar[str | None] = ContextVar("batchboard_reading", default=None)
+
+
+def read_alias() -> str:
+    """
+    Return the alias the explorer reads from: the one place that says so.
+
+    That is the replica chosen for the current page by
+    :func:`batchboard.replicas.reading`, else :func:`alias`. Inside an
+    action (:func:`writing`) or a back-dated writer reads stay on the
+    writer's alias: a write's guards and evidence are always the primary's.
+    """
+    if _acting.get() or _back_dated_alias.get() is not None:
+        return alias()
+    return _reading.get() or alias()
+
+
+@contextmanager
+def reading_from(name: str) -> Iterator[None]:
+    """Make ``name`` the :func:`read_alias` of the body."""
+    token = _reading.set(name)
+    try:
+        yield
+    finally:
+        _reading.reset(token)
+
+
+# -- commit positions ----------------------------------------------------------
+
+# The WAL positions (text, e.g. "0/3000148") of the units committed during
+# the current request; None outside tracking_commits().
+_committed: ContextVar[list[str] | None] = ContextVar(
+    "batchboard_committed", default=None
+)
+
+
+@contextmanager
+def tracking_commits() -> Iterator[list[str]]:
+    """
+    Collect the primary's WAL position after each unit the body commits.
+
+    Yields the list the positions are appended to, in commit order. Used
+    by :class:`batchboard.middleware.ReadYourWritesMiddleware` around a
+    request; outside it units record nothing and cost nothing extra.
+    """
+    positions: list[str] = []
+    token = _committed.set(positions)
+    try:
+        yield positions
+    finally:
+        _committed.reset(token)
+
+
+def _record_position(name: str, positions: list[str]) -> None:
+    """After a commit on ``name``: append ``pg_current_wal_lsn()``."""
+    try:
+        with connections[name].cursor() as cursor:
+            cursor.execute("SELECT pg_current_wal_lsn()::text")
+            row = cursor.fetchone()
+    except DatabaseError as error:
+        # The commit stands; only the read-your-writes hint is lost. Say
+        # which alias, never the driver's text.
+        logger.warning(
+            "batchboard: no WAL position after a commit on %r (%s)",
+            name,
+            type(error).__name__,
+        )
+        return
+    if row and row[0]:
+        positions.append(str(row[0]))
+
+
+def _track(name: str) -> None:
+    positions = _committed.get()
+    if positions is None or connections[name].vendor != "postgresql":
+        return
+    transaction.on_commit(lambda: _record_position(name, positions), using=name)
 
 
 def _defined(name: str) -> bool:
@@ -190,9 +281,11 @@ def writing(role: str) -> Iterator[None]:
             f"{chosen!r} for {role}, which DATABASES does not define."
         )
     token = _writing.set(chosen)
+    acting = _acting.set(True)
     try:
         yield
     finally:
+        _acting.reset(acting)
         _writing.reset(token)
 
 
@@ -298,7 +391,7 @@ def now() -> datetime:
 STATEMENT_TIMEOUT_MS = 30_000
 LOCK_TIMEOUT_MS = 5_000
 IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
-MAX_TIMEOUT_MS = 86_400_000
+MAX_TIMEOUT_MS = MAX_STATEMENT_TIMEOUT_MS
 
 
 @dataclass(frozen=True)
@@ -358,6 +451,7 @@ def unit(
     try:
         with transaction.atomic(using=name):
             _bound(connections[name], timeouts or DEFAULT_TIMEOUTS)
+            _track(name)
             yield
     except DatabaseError as error:
         raise map_database_error(error) from None

@@ -17,7 +17,8 @@ class BatchboardRouter:
 
     batchboard's migrations run only on that alias and Django's own apps
     never migrate onto it when it is a separate database, nor onto the
-    aliases of ``ACTION_DATABASES``. In attached mode
+    aliases of ``ACTION_DATABASES`` and ``READ_DATABASES`` (replicas are
+    read-only and follow the primary's schema). In attached mode
     batchboard's migration operations still run their state changes, but its
     schema operation issues no statement (see
     :class:`batchboard.schema.operations.CreateMetadataSchema`).
@@ -44,6 +45,7 @@ class BatchboardRouter:
             return db == alias
         # The action aliases reach the same metadata database under other
         # logins: Django's own apps belong on none of them.
-        if db != "default" and (db == alias or db in conf.action_aliases()):
+        others = conf.action_aliases() | set(conf.read_aliases())
+        if db != "default" and (db == alias or db in others):
             return False
         return None

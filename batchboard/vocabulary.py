@@ -43,8 +43,10 @@ __all__ = [
     "MAX_BIGINT",
     "MAX_PAGE_SIZE",
     "MAX_RESPONSE_BYTES",
+    "MAX_STATEMENT_TIMEOUT_MS",
     "MAX_UNRESOLVED_AGE",
     "MIN_PAGE_SIZE",
+    "MIN_STATEMENT_TIMEOUT_MS",
     "MIN_UNRESOLVED_AGE",
     "OUTCOME_CLASSES",
     "PARTITION_PREVIEW",
@@ -109,6 +111,9 @@ MAX_RESPONSE_BYTES: Final = 262_144
 #: thirty days (so interval arithmetic can never overflow a timestamp).
 MIN_UNRESOLVED_AGE: Final = 60
 MAX_UNRESOLVED_AGE: Final = 30 * 24 * 3600
+#: A statement timeout (spec 9.3), in milliseconds: 1 ms to 24 h.
+MIN_STATEMENT_TIMEOUT_MS: Final = 1
+MAX_STATEMENT_TIMEOUT_MS: Final = 86_400_000
 #: Latest executions shown per job on the overview.
 STRIP_LENGTH: Final = 12
 #: Recent failures listed on the overview's attention panel.

@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "batchboard.middleware.ReadYourWritesMiddleware",
 ]
 ROOT_URLCONF = "batchboard.site.urls"
 CSRF_FAILURE_VIEW = "batchboard.site.urls.csrf_failure"

@@ -28,7 +28,11 @@ from batchboard.actions.executions import (
     stop_execution,
 )
 from batchboard.actions.permissions import action_permissions, may, require
-from batchboard.actions.recovery import RecoveryProposal, propose
+from batchboard.actions.recovery import (
+    RecoveryProposal,
+    propose,
+    stale_threshold_seconds,
+)
 from batchboard.actions.results import (
     ActionError,
     ActionResult,
@@ -92,6 +96,7 @@ __all__ = [
     "place_hold",
     "plan_purge",
     "propose",
+    "stale_threshold_seconds",
     "reasons_for",
     "recover_execution",
     "release_hold",

@@ -28,7 +28,7 @@ from django.utils.functional import Promise
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import conf, cursors
+from batchboard import cursors, db
 from batchboard.cursors import QuerySpec
 from batchboard.explorer.inputs import ListForm, TextField
 from batchboard.explorer.pagination import Page, Row, Window
@@ -218,9 +218,9 @@ def _read(
     where: Q,
     limit: int,
 ) -> list[Row]:
-    queryset: QuerySet[Any] = model._default_manager.using(
-        conf.database_alias()
-    ).filter(where)
+    queryset: QuerySet[Any] = model._default_manager.using(db.read_alias()).filter(
+        where
+    )
     if below is not None:
         queryset = queryset.filter(id__lt=below)
     return list(queryset.order_by("-id").values(*fields)[:limit])

@@ -47,7 +47,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce
 from django.db.models.sql.compiler import SQLCompiler
 
-from batchboard import conf, cursors
+from batchboard import cursors, db
 from batchboard.cursors import Key, QuerySpec
 from batchboard.explorer import pagination
 from batchboard.explorer.pagination import CEILING, Page, Row, assemble, values_rows
@@ -100,7 +100,7 @@ __all__ = [
 
 
 def _using() -> str:
-    return conf.database_alias()
+    return db.read_alias()
 
 
 def _len(value: str | None) -> int:
@@ -770,6 +770,20 @@ def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Pa
     """
     return UNRESOLVED_EXECUTIONS.page(
         cursors.unresolved_executions(age_seconds), page_size, token, age_seconds
+    )
+
+
+def inactive_longer_than(execution_id: int, threshold_seconds: int) -> bool:
+    """
+    Return whether an execution was last updated over ``threshold_seconds`` ago.
+
+    Measured, strictly, against the clock of the database the page reads,
+    as the recovery proposal measures it on the primary; one indexed read.
+    """
+    return (
+        JobExecution.objects.using(_using())
+        .filter(id=execution_id, updated_at__lt=_older_than(threshold_seconds))
+        .exists()
     )
 
 

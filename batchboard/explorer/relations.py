@@ -24,7 +24,7 @@ from typing import Any
 from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import Coalesce
 
-from batchboard import conf
+from batchboard import db
 from batchboard.explorer.pagination import Row
 from batchboard.models import JobExecution, StepPartition
 
@@ -76,7 +76,7 @@ class Rollup:
 def attempts_around(instance_id: int, attempt: int) -> tuple[Row | None, Row | None]:
     """Return the attempts just before and just after ``attempt`` of an instance."""
     rows = (
-        JobExecution.objects.using(conf.database_alias())
+        JobExecution.objects.using(db.read_alias())
         .filter(job_instance_id=instance_id, attempt__in=[attempt - 1, attempt + 1])
         .order_by("attempt")
         .values(*_ATTEMPT_COLUMNS)
@@ -99,7 +99,7 @@ def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     for instance_id, attempt in wanted:
         condition |= Q(job_instance_id=instance_id, attempt=attempt + 1)
     following = (
-        JobExecution.objects.using(conf.database_alias())
+        JobExecution.objects.using(db.read_alias())
         .filter(condition)
         .order_by()
         .values(*_ATTEMPT_COLUMNS)
@@ -121,7 +121,7 @@ def partition_rollups(parent_ids: Sequence[int]) -> dict[int, Rollup]:
     }
     sums = {name: Coalesce(Sum(name), 0) for name in ROLLED_UP}
     rows: list[Any] = list(
-        StepPartition.objects.using(conf.database_alias())
+        StepPartition.objects.using(db.read_alias())
         .filter(step_execution_id__in=list(parent_ids))
         .order_by()
         .values("step_execution_id")
@@ -155,7 +155,7 @@ def partitions_of(
             worker_step_execution_id__in=list(worker_ids),
         )
     rows = (
-        StepPartition.objects.using(conf.database_alias())
+        StepPartition.objects.using(db.read_alias())
         .filter(condition)
         .annotate(parent_name=F("step_execution__step_name"))
         .order_by("step_execution_id", "partition_ordinal")

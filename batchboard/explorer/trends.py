@@ -26,7 +26,7 @@ from django.db import connections
 from django.db.models import QuerySet
 from django.utils.safestring import SafeString
 
-from batchboard import conf
+from batchboard import db
 from batchboard.explorer.pagination import Row
 from batchboard.explorer.presenters import Clock, look, url_pattern
 from batchboard.models import JobExecution, StepExecution
@@ -70,7 +70,7 @@ _RUNS_SQL = (
 
 def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
     """Return a job's latest ``limit`` executions, newest first (one statement)."""
-    connection = connections[conf.database_alias()]
+    connection = connections[db.read_alias()]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(_RUNS_SQL, [job_name, limit, limit, limit])
@@ -78,7 +78,7 @@ def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
                 dict(zip(_RUN_COLUMNS, row, strict=True)) for row in cursor.fetchall()
             ]
     return list(
-        JobExecution.objects.using(conf.database_alias())
+        JobExecution.objects.using(db.read_alias())
         .filter(job_instance__job_name=job_name)
         .order_by("-job_instance_id", "-attempt")
         .values(*_RUN_COLUMNS)[:limit]
@@ -90,7 +90,7 @@ def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
     if not execution_ids:
         return []
     steps: QuerySet[Any] = (
-        StepExecution.objects.using(conf.database_alias())
+        StepExecution.objects.using(db.read_alias())
         .filter(job_execution_id__in=list(execution_ids))
         # The grid shows a partitioned step itself, not its worker steps.
         .exclude(step_name__startswith=PARTITION_WORKER_PREFIX)

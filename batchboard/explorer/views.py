@@ -395,18 +395,22 @@ def _stale(execution_id: int, status: str) -> bool:
     """
     Return whether an unresolved execution waits for recovery, not its owner.
 
-    UNKNOWN always does; an active one once the recovery proposal, measured
-    on the database server's clock, calls it a candidate.
+    UNKNOWN always does; an active one once it has not been updated for
+    longer than the stale threshold, measured on the database server's clock
+    by the recovery proposal's rule. The page reads this where it reads the
+    rest of the execution (a replica, when one serves it): the proposal
+    itself, with its evidence, is read on the primary by the console when
+    an operator opens it.
     """
     if status not in UNRESOLVED:
         return False
     if status not in ACTIVE:
         return True
     try:
-        proposal = actions.propose(execution_id)
+        threshold = actions.stale_threshold_seconds()
     except actions.ActionError:
         return False
-    return proposal.is_candidate
+    return queries.inactive_longer_than(execution_id, threshold)
 
 
 def _may(request: HttpRequest) -> dict[str, bool]:

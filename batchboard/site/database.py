@@ -67,6 +67,7 @@ def parse_database_url(
             )
         options: dict[str, Any] = dict(parse_qsl(parts.query))
         options.setdefault("connect_timeout", "5")
+        pool = _pool_option(options, setting)
         if search_path:
             extra = options.get("options", "")
             options["options"] = f"{extra} -c search_path={search_path}".strip()
@@ -77,12 +78,124 @@ def parse_database_url(
             "PASSWORD": unquote(parts.password or ""),
             "HOST": unquote(parts.hostname or ""),
             "PORT": str(port or ""),
-            "OPTIONS": options,
+            "OPTIONS": {**options, **pool},
+            # Keyset pages are small and bounded: batchboard never needs a
+            # server-side cursor, and PgBouncer in transaction mode cannot
+            # keep one open between transactions.
+            "DISABLE_SERVER_SIDE_CURSORS": True,
         }
     raise SiteConfigurationError(
         f"{setting} uses the scheme {parts.scheme or '(none)'!r}; batchboard "
         "supports sqlite:/// and postgresql://."
     )
+
+
+def _pool_option(options: dict[str, Any], setting: str) -> dict[str, Any]:
+    """
+    Take ``pool``, ``pool_min_size`` and ``pool_max_size`` out of ``options``.
+
+    ``?pool=1`` turns on psycopg's connection pool (Django's
+    ``OPTIONS["pool"]``), the alternative to PgBouncer; the sizes bound it
+    (spec 9.3: 1..1024).
+    """
+    flag = options.pop("pool", None)
+    sizes = {
+        key: options.pop(f"pool_{key}")
+        for key in ("min_size", "max_size")
+        if f"pool_{key}" in options
+    }
+    if flag is None and not sizes:
+        return {}
+    if flag not in (None, "1", "true", "on"):
+        if flag in ("0", "false", "off") and not sizes:
+            return {}
+        raise SiteConfigurationError(
+            f"{setting} has pool={flag!r}; use pool=1 to pool connections, "
+            "or leave it out."
+        )
+    bounds: dict[str, int] = {}
+    for key, raw in sizes.items():
+        if not raw.isdigit() or not 1 <= int(raw) <= 1024:
+            raise SiteConfigurationError(
+                f"{setting} has pool_{key}={raw!r}; use a whole number from 1 to 1024."
+            )
+        bounds[key] = int(raw)
+    if bounds.get("min_size", 1) > bounds.get("max_size", 1024):
+        raise SiteConfigurationError(
+            f"{setting} has a pool_min_size larger than its pool_max_size."
+        )
+    return {"pool": bounds or True}
+
+
+def read_databases(
+    env: dict[str, str], base_dir: Path, metadata_alias: str
+) -> dict[str, dict[str, Any]]:
+    """
+    Return the replicas named by ``BATCHBOARD_READ_DATABASE_URL``.
+
+    The variable holds one or more comma-separated URLs of streaming
+    replicas of the metadata database; they become the aliases
+    ``batchboard_read_1``, ``batchboard_read_2`` and so on, which the test
+    runner treats as mirrors of the metadata alias.
+    """
+    urls = [
+        url.strip()
+        for url in env.get("BATCHBOARD_READ_DATABASE_URL", "").split(",")
+        if url.strip()
+    ]
+    databases: dict[str, dict[str, Any]] = {}
+    for number, url in enumerate(urls, start=1):
+        entry = parse_database_url(
+            url,
+            setting="BATCHBOARD_READ_DATABASE_URL",
+            base_dir=base_dir,
+            search_path=f"public,{SCHEMA_NAME}",
+        )
+        if entry["ENGINE"] != "django.db.backends.postgresql":
+            raise SiteConfigurationError(
+                "BATCHBOARD_READ_DATABASE_URL names a SQLite file; replicas are "
+                "PostgreSQL streaming standbys (postgresql://...)."
+            )
+        entry["TEST"] = {"MIRROR": metadata_alias}
+        databases[f"batchboard_read_{number}"] = entry
+    return databases
+
+
+#: The action roles the standalone site gives a login of their own, and the
+#: variable naming each one's URL.
+ACTION_VARIABLES = {
+    "OPERATOR": "BATCHBOARD_OPERATOR_DATABASE_URL",
+    "RETENTION": "BATCHBOARD_RETENTION_DATABASE_URL",
+}
+
+
+def action_databases(
+    env: dict[str, str], base_dir: Path, metadata_alias: str
+) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """
+    Return ``(DATABASES entries, ACTION_DATABASES)`` for the writers' logins.
+
+    ``BATCHBOARD_OPERATOR_DATABASE_URL`` (stop, abandon, recover) and
+    ``BATCHBOARD_RETENTION_DATABASE_URL`` (holds, purges) name the primary
+    metadata database under the least-privilege roles of spec 9.1.
+    """
+    databases: dict[str, dict[str, Any]] = {}
+    roles: dict[str, str] = {}
+    for role, variable in ACTION_VARIABLES.items():
+        url = env.get(variable, "").strip()
+        if not url:
+            continue
+        alias = f"batchboard_{role.lower()}"
+        entry = parse_database_url(
+            url,
+            setting=variable,
+            base_dir=base_dir,
+            search_path=f"public,{SCHEMA_NAME}",
+        )
+        entry["TEST"] = {"MIRROR": metadata_alias}
+        databases[alias] = entry
+        roles[role] = alias
+    return databases, roles
 
 
 def databases_from_environment(
@@ -126,11 +239,18 @@ def databases_from_environment(
 
 
 # The standalone site's variable behind each alias it defines.
-SITE_SETTINGS = {"default": "DATABASE_URL", "batchboard": "BATCHBOARD_DATABASE_URL"}
+SITE_SETTINGS = {
+    "default": "DATABASE_URL",
+    "batchboard": "BATCHBOARD_DATABASE_URL",
+    "batchboard_operator": "BATCHBOARD_OPERATOR_DATABASE_URL",
+    "batchboard_retention": "BATCHBOARD_RETENTION_DATABASE_URL",
+}
 
 
 def setting_for(alias: str) -> str:
     """Return the variable (or DATABASES entry) that configures ``alias``."""
+    if alias.startswith("batchboard_read_"):
+        return "BATCHBOARD_READ_DATABASE_URL"
     return SITE_SETTINGS.get(alias, f"DATABASES[{alias!r}]")
 
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from batchboard.site.database import SiteConfigurationError, databases_from_environment
+from batchboard.site.database import (
+    SiteConfigurationError,
+    action_databases,
+    databases_from_environment,
+    read_databases,
+)
 from batchboard.site.security import CONTENT_SECURITY_POLICY, builtin_csp
 
 
@@ -105,6 +110,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "batchboard.site.middleware.DatabaseUnavailableMiddleware",
+    # Last: it runs batchboard's pages inside their read transaction.
+    "batchboard.middleware.ReadYourWritesMiddleware",
 ]
 
 # One policy (batchboard.site.security); Django 6 sends it itself.
@@ -136,6 +143,14 @@ TEMPLATES = [
 ]
 
 DATABASES, _metadata_alias = databases_from_environment(dict(os.environ), BASE_DIR)
+# Streaming replicas for the explorer's reads, and the least-privilege
+# logins of the actions (see docs/scaling-out.md).
+_read_databases = read_databases(dict(os.environ), BASE_DIR, _metadata_alias)
+_action_databases, _action_roles = action_databases(
+    dict(os.environ), BASE_DIR, _metadata_alias
+)
+DATABASES.update(_read_databases)
+DATABASES.update(_action_databases)
 DATABASE_ROUTERS = ["batchboard.routers.BatchboardRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -145,7 +160,13 @@ if _schema_mode not in ("managed", "attached"):
         f"BATCHBOARD_SCHEMA is {_schema_mode!r}; use 'managed' (batchboard creates "
         "the schema) or 'attached' (an existing oxide-batch database)."
     )
-BATCHBOARD = {"DATABASE": _metadata_alias, "SCHEMA": _schema_mode, "DEMO": DEMO}
+BATCHBOARD = {
+    "DATABASE": _metadata_alias,
+    "SCHEMA": _schema_mode,
+    "DEMO": DEMO,
+    "READ_DATABASES": list(_read_databases),
+    "ACTION_DATABASES": _action_roles,
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -168,16 +189,29 @@ STORAGES = {
 }
 WHITENOISE_MAX_AGE = 0 if DEBUG else 365 * 24 * 3600
 
-# One cache on the host's disk, shared by every worker process: sign-in
-# throttling counts failures there (batchboard.site.throttle).
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-        "LOCATION": os.environ.get("CACHE_DIR", str(BASE_DIR / ".cache" / "django")),
+# The site's cache: sign-in throttling counts failures there
+# (batchboard.site.throttle). By default a file cache on the host's disk,
+# shared by every worker of one host; CACHE_TABLE names a table in
+# DATABASE_URL's database instead (created by `manage.py createcachetable`),
+# shared by every host, for a deployment of several hosts.
+_cache_table = os.environ.get("CACHE_TABLE", "").strip()
+if _cache_table:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": _cache_table,
+        }
     }
-}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": os.environ.get(
+                "CACHE_DIR", str(BASE_DIR / ".cache" / "django")
+            ),
+        }
+    }
 
-# The site's own sign-in page: the admin's login admits staff only.
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"

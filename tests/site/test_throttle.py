@@ -85,3 +85,45 @@ def test_the_admin_sign_in_is_throttled_too() -> None:
     response = Client().post("/admin/login/", {"username": "staff", "password": "pw"})
     assert "Too many failed sign-in attempts" in response.content.decode()
     assert "_auth_user_id" not in response.client.session
+
+
+def test_with_cache_table_every_host_counts_the_same_failures() -> None:
+    """
+    CACHE_TABLE puts the throttle's counts in the database, where every host
+    reads them: failures spread over two hosts (two cache handlers, as two
+    processes on two machines would hold) refuse the user name on both.
+    """
+    from django.core.cache import CacheHandler
+    from django.core.management import call_command
+    from django.test import override_settings
+
+    from tests.site.production import site_settings
+
+    caches_setting = site_settings(CACHE_TABLE="batchboard_cache")["CACHES"]
+    assert caches_setting["default"]["BACKEND"].endswith("DatabaseCache")
+    with override_settings(CACHES=caches_setting):
+        call_command("createcachetable", verbosity=0)
+        host_a, host_b = CacheHandler(), CacheHandler()
+        host_a["default"].clear()
+        make_user("wanderer")
+        assert throttle.USER_LIMIT == 5
+        for handler in (host_a, host_b, host_a, host_b, host_a):
+            with _served_by(handler):
+                assert _attempt("wanderer", "wrong") == 200
+        for handler in (host_a, host_b):
+            with _served_by(handler):
+                assert _attempt("wanderer", "pw") == 429
+        host_a["default"].clear()
+
+
+def _served_by(handler: object) -> Iterator[None]:
+    """Point the throttle's cache at one host's handler for a request."""
+    from contextlib import contextmanager
+    from unittest import mock
+
+    @contextmanager
+    def serving() -> Iterator[None]:
+        with mock.patch.object(throttle, "cache", handler["default"]):  # type: ignore[index]
+            yield
+
+    return serving()

@@ -1,0 +1,83 @@
+"""
+Many workers, many hosts: sessions and read-your-writes are not process-local;
+psycopg's pool as the alternative to PgBouncer; the replica benchmark.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.scaleout.cluster import Cluster
+from tests.scaleout.site import Browser, Site, applied, run_manage, serve
+
+pytestmark = [pytest.mark.slow, pytest.mark.scaleout]
+
+
+@pytest.fixture(scope="module")
+def second_site(
+    scale_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Site]:
+    """Another web worker (another host, as far as it knows) on the same databases."""
+    env = {
+        **scale_env,
+        "DATABASE_URL": scale_env["DATABASE_URL"] + "?pool=1&pool_max_size=4",
+    }
+    log = Path(tmp_path_factory.mktemp("second")) / "site.log"
+    worker = serve(env, log)
+    try:
+        yield worker
+    finally:
+        worker.stop()
+
+
+def test_a_session_and_its_commit_position_travel_between_workers(
+    cluster: Cluster, site: Site, second_site: Site
+) -> None:
+    """
+    Signed in on one worker, the operator stops an execution there while the
+    standby's replay is paused; the other worker (pooled connections) knows
+    the session and serves the next page from the primary, with the stop.
+    """
+    operator = Browser(site.base)
+    operator.login("operator")
+    execution = cluster.running_execution()
+    cluster.standby.query("SELECT pg_wal_replay_pause()")
+    try:
+        assert applied(operator.act(f"/executions/{execution}/stop/"))
+        elsewhere = Browser(second_site.base)
+        elsewhere.jar = operator.jar  # the same cookies, sent to another host
+        elsewhere.opener = operator.opener
+        elsewhere.base = second_site.base
+        status, page = elsewhere.get(f"/executions/{execution}/")
+        assert status == 200
+        assert "by user:operator" in page
+        assert "Log out" in page
+    finally:
+        cluster.standby.query("SELECT pg_wal_replay_resume()")
+        cluster.wait_for_replay()
+    assert "Traceback" not in second_site.output()
+
+
+def test_the_replica_benchmark_prints_its_figures(
+    cluster: Cluster, scale_env: dict[str, str]
+) -> None:
+    """With nobody acting the primary serves under 5 % of the metadata reads."""
+    result = run_manage(
+        "batchboard_benchmark_replicas",
+        "--threads",
+        "2",
+        "--seconds",
+        "3",
+        env=scale_env,
+    )
+    output = result.stdout
+    assert re.search(r"requests\s+[\d,]+ \([\d.]+/s\)", output), output
+    assert "p99" in output and "replica lag" in output
+    share = re.search(r"primary [\d,]+ \(([\d.]+) %\)", output)
+    assert share is not None, output
+    assert float(share.group(1)) < 5.0, output
+    assert re.search(r"statuses\s+200: \d+$", output, flags=re.M), output
