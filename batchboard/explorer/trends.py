@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from django.db import connections
 from django.db.models import QuerySet
 from django.utils.safestring import SafeString
 
 from batchboard import conf
+from batchboard.explorer import queries
 from batchboard.explorer.pagination import Row
 from batchboard.explorer.presenters import Clock, look, url_pattern
-from batchboard.models import JobExecution, StepExecution
+from batchboard.models import StepExecution
 from batchboard.vocabulary import (
     GRID_RUNS,
     GRID_STEP_ROWS,
@@ -52,41 +52,14 @@ _RUN_COLUMNS = (
     "ended_at",
 )
 
-# One LATERAL read, as the overview's strips: the newest instances off the
-# (job_name, id DESC) index, each one's attempts off (job_instance_id,
-# attempt DESC), at most TREND_RUNS of each.
-_RUNS_SQL = (
-    "SELECT e.id, e.status, e.attempt, e.job_instance_id, e.created_at, "
-    "e.started_at, e.ended_at FROM ("
-    "  SELECT i.id FROM ob_job_instance i WHERE i.job_name = %s "
-    "  ORDER BY i.id DESC LIMIT %s"
-    ") AS newest CROSS JOIN LATERAL ("
-    "  SELECT x.id, x.status, x.attempt, x.job_instance_id, x.created_at, "
-    "  x.started_at, x.ended_at FROM ob_job_execution x "
-    "  WHERE x.job_instance_id = newest.id ORDER BY x.attempt DESC LIMIT %s"
-    ") AS e ORDER BY e.job_instance_id DESC, e.attempt DESC LIMIT %s"
-)
-
 
 def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
     """Return a job's latest ``limit`` executions, newest first (one statement)."""
-    connection = connections[conf.database_alias()]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_RUNS_SQL, [job_name, limit, limit, limit])
-            return [
-                dict(zip(_RUN_COLUMNS, row, strict=True)) for row in cursor.fetchall()
-            ]
-    return list(
-        JobExecution.objects.using(conf.database_alias())
-        .filter(job_instance__job_name=job_name)
-        .order_by("-job_instance_id", "-attempt")
-        .values(*_RUN_COLUMNS)[:limit]
-    )
+    return queries.latest_runs([job_name], limit, _RUN_COLUMNS)[job_name]
 
 
 def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
-    """Return the steps of ``execution_ids`` without partition workers, by id."""
+    """Return the steps of ``execution_ids`` without partition workers, newest first."""
     if not execution_ids:
         return []
     steps: QuerySet[Any] = (
@@ -94,7 +67,9 @@ def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
         .filter(job_execution_id__in=list(execution_ids))
         # The grid shows a partitioned step itself, not its worker steps.
         .exclude(step_name__startswith=PARTITION_WORKER_PREFIX)
-        .order_by("id")
+        # Newest run first, so the bound cuts the oldest runs' cells; the
+        # (job_execution_id, id) index yields this order, nothing is sorted.
+        .order_by("-job_execution_id", "-id")
         .values("id", "job_execution_id", "step_name", "status")
     )
     return list(steps[:GRID_STEP_ROWS])
@@ -242,17 +217,23 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
         for run in columns
     ]
     rows: dict[str, GridRow] = {}
+    first: dict[str, int] = {}
     for step in steps:
-        name = step["step_name"]
+        name, pk = step["step_name"], int(step["id"])
         row = rows.get(name)
         if row is None:
             row = rows[name] = GridRow(name, [None] * len(columns))
-        row.cells[index[int(step["job_execution_id"])]] = {
-            **step,
-            "url": SafeString(f"{step_head}{int(step['id'])}{step_tail}"),
-            "tone": look(step["status"]).tone,
-        }
-    return Grid(shown, list(rows.values()), len(steps) >= GRID_STEP_ROWS)
+        first[name] = min(first.get(name, pk), pk)
+        position = index[int(step["job_execution_id"])]
+        placed = row.cells[position]
+        if placed is None or int(placed["id"]) < pk:
+            row.cells[position] = {
+                **step,
+                "url": SafeString(f"{step_head}{pk}{step_tail}"),
+                "tone": look(step["status"]).tone,
+            }
+    ordered = sorted(rows.values(), key=lambda row: first[row.name])
+    return Grid(shown, ordered, len(steps) >= GRID_STEP_ROWS)
 
 
 def job_history(job_name: str, clock: Clock) -> dict[str, Any]:

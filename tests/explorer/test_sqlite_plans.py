@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from batchboard import cursors, vocabulary
 from batchboard.actions import retention
-from batchboard.explorer import queries
+from batchboard.explorer import queries, trends
 from batchboard.models import JobExecution, JobInstance
 from tests import factories
 
@@ -200,6 +200,17 @@ def test_the_job_page_reads_its_instances_by_name(
         _assert_bounded(
             lambda job=job: _get(reader, reverse("batchboard:job", args=[job]))
         )
+
+
+def test_the_job_trend_walks_the_job_s_newest_instances(
+    history: dict[str, Any],
+) -> None:
+    """The trend's runs come off the name index, newest instance first."""
+    for job in ("busy-job", "rare-job"):
+        (plan,) = _assert_bounded(lambda job=job: trends.recent_runs(job))
+        text = "\n".join(plan)
+        assert "USING COVERING INDEX ob_job_instance_name_identity" in text, plan
+        assert "ob_job_execution_instance_latest (job_instance_id=?)" in text, plan
 
 
 def test_unresolved_reads_the_unresolved_rows_only(

@@ -138,3 +138,17 @@ def test_values_cost_one_statement_whatever_the_page(
     with CaptureQueriesContext(connection) as large:
         client.get(url)
     assert len(small) == len(large)
+
+
+def test_grid_orders_step_names_by_first_appearance_whatever_the_read_order() -> None:
+    """grid_steps reads newest run first; names still follow the lowest step id."""
+    runs = [_run(20, "FAILED", 5), _run(10, "COMPLETED", 5)]
+    steps = [
+        {"id": 4, "job_execution_id": 20, "step_name": "report", "status": "FAILED"},
+        {"id": 3, "job_execution_id": 20, "step_name": "load", "status": "COMPLETED"},
+        {"id": 2, "job_execution_id": 10, "step_name": "report", "status": "COMPLETED"},
+        {"id": 1, "job_execution_id": 10, "step_name": "load", "status": "COMPLETED"},
+    ]
+    drawn = trends.grid(runs, steps)
+    assert [row.name for row in drawn.rows] == ["load", "report"]
+    assert [cell and cell["id"] for cell in drawn.rows[1].cells] == [2, 4]
