@@ -236,3 +236,50 @@ def test_a_request_says_what_it_did_to_the_status(
     row: dict[str, Any], text: str
 ) -> None:
     assert presenters.status_change(row) == text
+
+
+def test_a_strip_s_chips_are_its_template_filled_per_run() -> None:
+    """Each chip is partials/strip_chip.html as a plain render would give it."""
+    from django.template.loader import render_to_string
+
+    runs = [
+        {"id": 12, "status": "FAILED", "attempt": 2, "created_at": NOW},
+        {"id": 9, "status": "<COMPLETED>", "attempt": 1, "created_at": NOW},
+        {"id": 8, "status": "FAILED", "attempt": 1, "created_at": NOW},
+    ]
+    job = Presenter(NOW).jobs(["nightly"], {"nightly": runs}, {})[0]
+    expected = ""
+    for run in runs:
+        seen = presenters.look(run["status"])
+        execution = reverse("batchboard:execution", args=[run["id"]])
+        expected += render_to_string(
+            "batchboard/partials/strip_chip.html",
+            {
+                "tone": seen.tone,
+                "mark": seen.mark,
+                "status": run["status"],
+                "url": execution,
+                "title": f"#{run['id']} {run['status']} (attempt {run['attempt']})",
+                "id": run["id"],
+            },
+        )
+    assert job["chips"] == expected
+    assert "&lt;COMPLETED&gt;" in job["chips"] and "<COMPLETED>" not in job["chips"]
+
+
+def test_a_stamp_places_each_slot_wherever_its_template_does() -> None:
+    chip = presenters.stamp(
+        "batchboard/partials/strip_chip.html",
+        {
+            "tone": "good",
+            "mark": "✓",
+            "status": "a&b",
+            "url": presenters.slot(0),
+            "title": presenters.slot(1),
+            "id": presenters.slot(0),
+        },
+        2,
+    )
+    filled = chip.fill(41, "t")
+    assert filled.count("41") == 2 and 'title="t"' in filled
+    assert "a&amp;b" in filled and "bbslot" not in filled
