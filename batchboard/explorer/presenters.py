@@ -391,9 +391,9 @@ def job_name_from_path(segment: str) -> str:
 _JOB_SAFE = _PATH_SAFE.replace("/", "")
 
 
-def job_url(job_name: str) -> SafeString:
+def job_url(job_name: str, pattern: tuple[str, str] | None = None) -> SafeString:
     """Return the link to a job's page (``/`` in the name as ``%2F``)."""
-    head, tail = url_pattern("batchboard:job")
+    head, tail = pattern or url_pattern("batchboard:job")
     segment = escape(quote(job_segment(job_name), safe=_JOB_SAFE))
     return SafeString(f"{head}{segment}{tail}")
 
@@ -403,28 +403,63 @@ def _list(name: str, prefix: str, urlconf: str | None, root: str) -> str:
     return reverse(name)
 
 
-def job_filter_url(name: str, job_name: str) -> str:
+def list_url(name: str) -> str:
+    """Return list page ``name``'s address, reversed once per URL setup."""
+    return _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
+
+
+def job_filter_url(name: str, job_name: str, base: str | None = None) -> str:
     """
     Return list page ``name`` filtered to one job (``?job=``).
 
     The one builder of the executions list's and the audit log's links for
-    a job; the list's address is reversed once per name.
+    a job; the list's address (``base``, if known) is reversed once per name.
     """
-    base = _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
-    return f"{base}?{urlencode({'job': job_name})}"
+    return f"{base or list_url(name)}?{urlencode({'job': job_name})}"
 
 
 class Links:
-    """The links one page shows to jobs, each job's built and escaped once."""
+    """
+    The links one page shows: each pattern looked up once per page, each
+    job's link built and escaped once.
+
+    Reading the URL setup (script prefix, URLconf) costs a context-local
+    lookup each time; a page asks for the same few patterns hundreds of times.
+    """
 
     def __init__(self) -> None:
         self._jobs: dict[str, SafeString] = {}
+        self._patterns: dict[str, tuple[SafeString, SafeString]] = {}
+        self._lists: dict[str, str] = {}
+
+    def pattern(self, name: str) -> tuple[SafeString, SafeString]:
+        """Return :func:`url_pattern` of ``name``, looked up once per page."""
+        found = self._patterns.get(name)
+        if found is None:
+            found = self._patterns[name] = url_pattern(name)
+        return found
+
+    def link(self, name: str, pk: int | None) -> SafeString | None:
+        """Return :func:`link` of ``name`` and ``pk``, its pattern looked up once."""
+        if pk is None:
+            return None
+        head, tail = self.pattern(name)
+        return SafeString(f"{head}{int(pk)}{tail}")
 
     def job(self, job_name: str) -> SafeString:
         found = self._jobs.get(job_name)
         if found is None:
-            found = self._jobs[job_name] = job_url(job_name)
+            found = self._jobs[job_name] = job_url(
+                job_name, self.pattern("batchboard:job")
+            )
         return found
+
+    def job_filter(self, name: str, job_name: str) -> str:
+        """Return :func:`job_filter_url`, the list's address reversed once per page."""
+        base = self._lists.get(name)
+        if base is None:
+            base = self._lists[name] = list_url(name)
+        return job_filter_url(name, job_name, base)
 
 
 # -- stamps: a partial rendered once, filled per item ------------------------------
@@ -593,9 +628,9 @@ class Presenter:
             (self.now - row["updated_at"]).total_seconds()
         )
         row["stop_requested"] = self.clock.moment(row["stop_requested_at"])
-        row["live_url"] = link("batchboard:execution_live", row["id"])
-        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
-        row["restart_url"] = link(
+        row["live_url"] = self.links.link("batchboard:execution_live", row["id"])
+        row["audit_url"] = self.links.job_filter("batchboard:audit", row["job_name"])
+        row["restart_url"] = self.links.link(
             "batchboard:execution", row["restart_of_execution_id"]
         )
         return row
@@ -603,14 +638,14 @@ class Presenter:
     def attempt(self, row: Row | None) -> Row | None:
         """Add a neighbouring attempt's link and tone (lineage)."""
         if row is not None:
-            row["url"] = link("batchboard:execution", row["id"])
+            row["url"] = self.links.link("batchboard:execution", row["id"])
             row["tone"] = look(row["status"]).tone
         return row
 
     def restarts(self, rows: Iterable[Row], following: Mapping[int, Row]) -> None:
         """Say of each row that was restarted which attempt followed and how."""
         text = self.texts["restarted"]
-        head, tail = url_pattern("batchboard:execution")
+        head, tail = self.links.pattern("batchboard:execution")
         for row in rows:
             after = following.get(int(row["id"]))
             if after is None:
@@ -635,7 +670,7 @@ class Presenter:
             row["live"] = False
             row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
         self.exit(row, running=row["live"] and row["status"] in ACTIVE)
-        row["live_url"] = link("batchboard:step_live", row["id"])
+        row["live_url"] = self.links.link("batchboard:step_live", row["id"])
         row["counters"] = [
             [(self.texts[name], group_digits(row[name])) for name in line]
             for line in _COUNTER_LINES
@@ -658,7 +693,9 @@ class Presenter:
                     "key": escape(partition["partition_key"]),
                 }
             )
-            row["parent_url"] = link("batchboard:step", partition["step_execution_id"])
+            row["parent_url"] = self.links.link(
+                "batchboard:step", partition["step_execution_id"]
+            )
         return row
 
     def segments(self, rollup: Rollup | None) -> list[Row]:
@@ -691,13 +728,13 @@ class Presenter:
     def executions(self, rows: list[Row], *, triage: bool = False) -> list[Row]:
         """Add the cells of execution rows (lists and the overview's panel)."""
         clock, job = self.clock, self.links.job
-        page_head, page_tail = url_pattern("batchboard:execution")
-        row_head, row_tail = url_pattern("batchboard:execution_row")
-        instance_head, instance_tail = url_pattern("batchboard:instance")
+        page_head, page_tail = self.links.pattern("batchboard:execution")
+        row_head, row_tail = self.links.pattern("batchboard:execution_row")
+        instance_head, instance_tail = self.links.pattern("batchboard:instance")
         # Triage rows carry action links: built from one reversed pattern
         # each, never reversed per row.
-        stop_head, stop_tail = url_pattern("batchboard:action_stop")
-        recover_head, recover_tail = url_pattern("batchboard:recovery_proposal")
+        stop_head, stop_tail = self.links.pattern("batchboard:action_stop")
+        recover_head, recover_tail = self.links.pattern("batchboard:recovery_proposal")
         if triage:
             row_tail = SafeString(row_tail + escape("?triage=1"))
         for row in rows:
@@ -736,8 +773,8 @@ class Presenter:
         not live and its span ends with the execution's.
         """
         clock, progress = self.clock, self.texts["progress"]
-        page_head, page_tail = url_pattern("batchboard:step")
-        row_head, row_tail = url_pattern("batchboard:step_row")
+        page_head, page_tail = self.links.pattern("batchboard:step")
+        row_head, row_tail = self.links.pattern("batchboard:step_row")
         ended = None
         if execution is not None and execution["status"] not in UNRESOLVED:
             ended = execution["ended_at"] or execution["updated_at"]
@@ -774,7 +811,7 @@ class Presenter:
         """
         by_worker: dict[int, Row] = {}
         by_parent: dict[int, list[Row]] = {}
-        head, tail = url_pattern("batchboard:step")
+        head, tail = self.links.pattern("batchboard:step")
         for part in partitions:
             worker = part["worker_step_execution_id"]
             part["tone"] = look(part["status"]).tone
@@ -815,11 +852,11 @@ class Presenter:
     def partitions(self, rows: list[Row]) -> list[Row]:
         """Add the cells of partition rows."""
         worker_label = self.texts["step_no"]
-        row_head, row_tail = url_pattern("batchboard:partition_row")
+        row_head, row_tail = self.links.pattern("batchboard:partition_row")
         for row in rows:
             status, worker = row["status"], row["worker_step_execution_id"]
             row["row_url"] = SafeString(f"{row_head}{row['id']}{row_tail}")
-            row["worker_url"] = link("batchboard:step", worker)
+            row["worker_url"] = self.links.link("batchboard:step", worker)
             if worker is not None:
                 row["worker_label"] = SafeString(worker_label % {"id": int(worker)})
             row["live"] = status in UNRESOLVED
@@ -830,11 +867,11 @@ class Presenter:
     def instances(self, rows: list[Row]) -> list[Row]:
         """Add the cells of a job's instance rows (parameter names and kinds only)."""
         clock, attempt = self.clock, self.texts["attempt"]
-        head, tail = url_pattern("batchboard:instance")
+        head, tail = self.links.pattern("batchboard:instance")
         for row in rows:
             row["url"] = SafeString(f"{head}{row['id']}{tail}")
             latest = row["latest_id"]
-            row["latest_url"] = link("batchboard:execution", latest)
+            row["latest_url"] = self.links.link("batchboard:execution", latest)
             if latest is not None:
                 row["latest_label"] = SafeString(
                     attempt % {"attempt": int(row["latest_attempt"])}
@@ -867,7 +904,7 @@ class Presenter:
         row["created"] = self.clock.moment(row["created_at"])
         row["hold_placed"] = self.clock.moment(row["hold_placed_at"])
         row["job_url"] = self.links.job(row["job_name"])
-        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
+        row["audit_url"] = self.links.job_filter("batchboard:audit", row["job_name"])
         return row
 
     def jobs(
@@ -879,7 +916,7 @@ class Presenter:
         """Return the overview's job rows: each job's latest runs as chips."""
         clock, job, title = self.clock, self.links.job, self.texts["chip"]
         strip_label = self.texts["strip"]
-        head, tail = url_pattern("batchboard:execution")
+        head, tail = self.links.pattern("batchboard:execution")
         jobs = []
         chip_url = SafeString(f"{head}{slot(0)}{tail}")
         chips: dict[str, Stamp] = {}
@@ -918,7 +955,7 @@ class Presenter:
                 {
                     "name": name,
                     "url": job(name),
-                    "running_url": job_filter_url("batchboard:executions", name),
+                    "running_url": self.links.job_filter("batchboard:executions", name),
                     "strip": strip,
                     # Rendered already (each chip from its stamp).
                     "chips": SafeString("".join(placed)),
@@ -940,7 +977,7 @@ class Presenter:
         texts = self.texts
         for row in rows:
             source, reused = row["source_step_execution_id"], row["reused_decision_id"]
-            row["source_url"] = link("batchboard:step", source)
+            row["source_url"] = self.links.link("batchboard:step", source)
             if source is not None:
                 row["source_label"] = SafeString(texts["step_no"] % {"id": int(source)})
             if reused is not None:
@@ -987,7 +1024,7 @@ class Presenter:
         ]
         for kind, pk in ids:
             label = SafeString(self.texts[f"{kind}_no"] % {"id": int(pk)})
-            crumbs.append((label, link(f"batchboard:{kind}", pk)))
+            crumbs.append((label, self.links.link(f"batchboard:{kind}", pk)))
         if current is None:
             crumbs[-1] = (crumbs[-1][0], None)
         else:
