@@ -23,12 +23,13 @@ from datetime import datetime
 from typing import Any, Final
 
 from django.db.models import QuerySet
+from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from batchboard import conf
 from batchboard.explorer import queries
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, look, url_pattern
+from batchboard.explorer.presenters import Clock, Stamp, look, slot, stamp, url_pattern
 from batchboard.models import StepExecution
 from batchboard.vocabulary import (
     GRID_RUNS,
@@ -106,6 +107,8 @@ class Trend:
     scale: SafeString | None = None
     #: Runs without a duration yet (never started).
     unstarted: int = 0
+    #: Every bar rendered (partials/trend_bar.html, one stamp per status).
+    markup: SafeString = SafeString("")
 
 
 def _seconds(run: Row, now: datetime) -> float | None:
@@ -162,8 +165,9 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
                 duration=clock.duration(run["started_at"], run["ended_at"]),
             )
         )
+    markup = _bars_markup(bars, head, tail)
     if not measured:
-        return Trend(bars, unstarted=len(ordered))
+        return Trend(bars, unstarted=len(ordered), markup=markup)
     median, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
     return Trend(
         bars,
@@ -173,7 +177,47 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
         p95_y=round(max(HEIGHT - HEIGHT * p95 / top, 0.0), 2),
         scale=clock.span(top),
         unstarted=len(ordered) - len(measured),
+        markup=markup,
     )
+
+
+def _bars_markup(bars: Sequence[Bar], head: str, tail: str) -> SafeString:
+    """Render the bars, each from its status's stamp of trend_bar.html."""
+    stamps: dict[str, Stamp] = {}
+    placed = []
+    for bar in bars:
+        status = bar.run["status"]
+        drawn = stamps.get(status)
+        if drawn is None:
+            drawn = stamps[status] = stamp(
+                "batchboard/partials/trend_bar.html",
+                {
+                    "tone": bar.tone,
+                    "status": status,
+                    "url": SafeString(f"{head}{slot(0)}{tail}"),
+                    "id": slot(0),
+                    "x": slot(1),
+                    "y": slot(2),
+                    "width": slot(3),
+                    "height": slot(4),
+                    "duration": slot(5),
+                    "attempt": slot(6),
+                },
+                7,
+            )
+        placed.append(
+            drawn.fill(
+                int(bar.run["id"]),
+                bar.x,
+                bar.y,
+                bar.width,
+                bar.height,
+                bar.duration,
+                int(bar.run["attempt"]),
+            )
+        )
+    # Filled with numbers and escaped spans only.
+    return SafeString("".join(placed))
 
 
 # -- the grid ---------------------------------------------------------------------
@@ -185,6 +229,8 @@ class GridRow:
 
     name: str
     cells: list[Row | None] = field(default_factory=list)
+    #: The row's cells rendered (partials/grid_cell.html, grid_gap.html).
+    markup: SafeString = SafeString("")
 
 
 @dataclass(frozen=True)
@@ -233,6 +279,35 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
                 "tone": look(step["status"]).tone,
             }
     ordered = sorted(rows.values(), key=lambda row: first[row.name])
+    gap = stamp("batchboard/partials/grid_gap.html", {}, 0).fill()
+    cells: dict[str, Stamp] = {}
+    cell_url = SafeString(f"{step_head}{slot(0)}{step_tail}")
+    for row in ordered:
+        name = escape(row.name)
+        markup = []
+        for cell in row.cells:
+            if cell is None:
+                markup.append(gap)
+                continue
+            status = cell["status"]
+            drawn = cells.get(status)
+            if drawn is None:
+                drawn = cells[status] = stamp(
+                    "batchboard/partials/grid_cell.html",
+                    {
+                        "tone": cell["tone"],
+                        "status": status,
+                        "url": cell_url,
+                        "name": slot(1),
+                        "execution": slot(2),
+                    },
+                    3,
+                )
+            markup.append(
+                drawn.fill(int(cell["id"]), name, int(cell["job_execution_id"]))
+            )
+        # Filled with ids and the escaped step name only.
+        row.markup = SafeString("".join(markup))
     return Grid(shown, ordered, len(steps) >= GRID_STEP_ROWS)
 
 
