@@ -43,7 +43,7 @@ HISTORY = (
 )
 # A SCAN of anything but a subquery's rows or a constant: a table or one of
 # its indexes read from end to end (the ORM's aliases, U0 or T5, hide which).
-_SCAN = re.compile(r"^SCAN (?!\(subquery-\d+\)|CONSTANT ROW)(\S+)")
+_SCAN = re.compile(r"^SCAN (?!\(subquery-\d+\)|CONSTANT ROW|\d+ CONSTANT ROWS)(\S+)")
 _UNRESOLVED = "IN ('STARTING', 'STARTED', 'STOPPING', 'UNKNOWN')"
 #: Small tables that do not grow with history may be scanned.
 _SMALL = ("ob_job_definition", "django_", "auth_", "json_each")
@@ -95,9 +95,20 @@ def _plan(sql: str, params: Any = None) -> list[str]:
 def _unbounded(lines: list[str]) -> list[str]:
     """Return the plan lines that read a history table or index whole."""
     bad = []
+    # A list of constant rows the statement carries (VALUES), materialized
+    # under its alias: reading it is bounded by the statement's own length.
+    constants = {
+        line.split()[1]
+        for line, following in zip(lines, lines[1:], strict=False)
+        if line.startswith("MATERIALIZE ") and "CONSTANT ROW" in following
+    }
     for line in lines:
         match = _SCAN.match(line)
-        if match and not match.group(1).startswith(_SMALL):
+        if (
+            match
+            and not match.group(1).startswith(_SMALL)
+            and match.group(1) not in constants
+        ):
             bad.append(line)
     return bad
 
