@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -283,3 +284,52 @@ def test_a_stamp_places_each_slot_wherever_its_template_does() -> None:
     filled = chip.fill(41, "t")
     assert filled.count("41") == 2 and 'title="t"' in filled
     assert "a&amp;b" in filled and "bbslot" not in filled
+
+
+def _shaped_rows() -> list[dict[str, Any]]:
+    """Execution rows of every shape the row template decides on."""
+    ended = NOW - timedelta(minutes=30)
+    rows = []
+    for pk, status in enumerate(STATUSES, 1):
+        finished = status in ("STOPPED", "FAILED", "COMPLETED", "ABANDONED")
+        rows.append(
+            _execution_row(
+                id=pk,
+                status=status,
+                job_name=f"<job & {pk}>",
+                ended_at=ended if finished else None,
+                exit_code="<exit>" if finished else "UNKNOWN",
+                failure_category="USER_COMPONENT" if status == "FAILED" else None,
+                failure_id=40 + pk if status == "FAILED" else None,
+                stop_requested_at=NOW if status == "STOPPING" else None,
+                owner_recorded=pk % 2 == 0,
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("triage", [False, True])
+@pytest.mark.parametrize("may", [False, True])
+def test_stamped_execution_rows_are_the_row_template_rendered(
+    triage: bool, may: bool
+) -> None:
+    """execution_lines gives what rendering execution_row.html with the rows gives."""
+    from django.template.loader import render_to_string
+
+    present = Presenter(NOW)
+    rows = present.executions(_shaped_rows(), triage=triage)
+    present.restarts(rows, {5: {"id": 99, "status": "COMPLETED"}})
+    settings = {"triage": triage, "may_stop": may, "may_recover": may}
+    expected = render_to_string(
+        "batchboard/partials/execution_row.html",
+        {"rows": rows, "poll_seconds": 3, **settings},
+    )
+    stamped = presenters.execution_lines(rows, poll_seconds=3, **settings)
+
+    def rows_of(markup: str) -> str:
+        # Each stamped row keeps the template's trailing newline.
+        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
+
+    assert rows_of(stamped) == rows_of(expected)
+    assert stamped.count("<tr ") == len(rows) == expected.count("<tr ")
+    assert "&lt;job &amp; 1&gt;" in stamped and "bbslot" not in stamped
