@@ -53,6 +53,15 @@ Row = dict[str, Any]
 
 #: Identifying parameters a job's instance list shows per row.
 SHOWN_PARAMETERS: Final = 8
+#: Characters of a parameter value an instance row shows (with the ellipsis).
+PARAMETER_VALUE_CHARS: Final = 80
+
+
+def _cut(value: str) -> str:
+    """Cut ``value`` to PARAMETER_VALUE_CHARS characters, an ellipsis last."""
+    if len(value) <= PARAMETER_VALUE_CHARS:
+        return value
+    return value[: PARAMETER_VALUE_CHARS - 1] + "…"
 
 
 # -- statuses ------------------------------------------------------------------
@@ -727,6 +736,7 @@ class Presenter:
         self.links = Links()
         self.texts = texts()
         self._chips: dict[tuple[tuple[str, str], ...], SafeString] = {}
+        self._value_stamps: dict[tuple[tuple[str, str], ...], Stamp] = {}
 
     # Runs: executions and steps.
 
@@ -1050,6 +1060,34 @@ class Presenter:
             # A rendered template is escaped already.
             chips = self._chips[key] = SafeString(template.render({"parameters": key}))
         return chips
+
+    def parameter_values(
+        self, parameters: Sequence[tuple[str, str, str]]
+    ) -> SafeString:
+        """
+        Render parameter chips with values (``partials/parameter_values.html``).
+
+        Rendered once per distinct list of names and kinds on a page, as a
+        stamp whose slots take the values, each escaped and cut to
+        :data:`PARAMETER_VALUE_CHARS` characters (an ellipsis ending a cut one).
+        """
+        shape = tuple((name, kind) for name, kind, _value in parameters)
+        drawn = self._value_stamps.get(shape)
+        if drawn is None:
+            drawn = self._value_stamps[shape] = stamp(
+                "batchboard/partials/parameter_values.html",
+                {
+                    "parameters": [
+                        (name, kind, slot(number))
+                        for number, (name, kind) in enumerate(shape)
+                    ]
+                },
+                len(shape),
+                key=("values", shape),
+            )
+        return SafeString(
+            drawn.fill(*(escape(_cut(value)) for _name, _kind, value in parameters))
+        )
 
     def instance(self, row: Row) -> Row:
         """Add what the instance page's head shows."""

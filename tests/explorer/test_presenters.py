@@ -333,3 +333,16 @@ def test_stamped_execution_rows_are_the_row_template_rendered(
     assert rows_of(stamped) == rows_of(expected)
     assert stamped.count("<tr ") == len(rows) == expected.count("<tr ")
     assert "&lt;job &amp; 1&gt;" in stamped and "bbslot" not in stamped
+
+
+def test_parameter_values_are_escaped_and_cut_in_their_template() -> None:
+    present = Presenter(NOW)
+    long = "x" * 100
+    chips = present.parameter_values(
+        [("run", "STRING", "<b>"), ("note", "STRING", long)]
+    )
+    assert '<code class="bb-param-value">&lt;b&gt;</code>' in chips
+    assert f'<code class="bb-param-value">{"x" * 79}…</code>' in chips
+    assert '<span class="bb-param-name">note</span>' in chips
+    again = present.parameter_values([("run", "STRING", "a"), ("note", "STRING", "b")])
+    assert '<code class="bb-param-value">a</code>' in again and "bbslot" not in again
