@@ -650,20 +650,48 @@ def _row_stand_in(row: Row) -> Row:
     }
 
 
-def _row_values(row: Row) -> list[object]:
-    """Return an execution row's values in slot order, escaped."""
-    created = row.get("created") or {}
-    restart = row.get("restart") or {}
+def _row_values(row: Row, slots: Sequence[str]) -> list[object]:
+    """Return a row's values in slot order, escaped (``a.b`` reads ``row[a][b]``)."""
     values: list[object] = []
-    for name in _ROW_SLOTS:
-        if name.startswith("created."):
-            value = created.get(name[8:], "")
-        elif name.startswith("restart."):
-            value = restart.get(name[8:], "")
-        else:
-            value = row.get(name)
+    for name in slots:
+        head, _dot, tail = name.partition(".")
+        value = row.get(head)
+        if tail:
+            value = (value or {}).get(tail)
         values.append("" if value is None else conditional_escape(value))
     return values
+
+
+def _stamped_lines(
+    template: str,
+    rows: Iterable[Row],
+    slots: Sequence[str],
+    shape: Any,
+    stand_in: Any,
+    page: Mapping[str, Any],
+) -> SafeString:
+    """
+    Render rows through ``template`` (a loop over ``rows``), one stamp per shape.
+
+    ``shape(row)`` is what the template's conditions decide on, ``stand_in(row)``
+    a row of that shape whose values are the stand-ins of ``slots``, and
+    ``page`` the rest of the template's context (a few page settings).
+    """
+    settings_key = tuple(sorted(page.items()))
+    stamps: dict[tuple[Any, ...], Stamp] = {}
+    lines = []
+    for row in rows:
+        key = (template, *shape(row), *settings_key)
+        drawn = stamps.get(key)
+        if drawn is None:
+            drawn = stamps[key] = stamp(
+                template,
+                {"rows": [stand_in(row)], **page},
+                len(slots),
+                key=key,
+            )
+        lines.append(drawn.fill(*_row_values(row, slots)))
+    return SafeString("".join(lines))
 
 
 def execution_lines(
@@ -684,27 +712,94 @@ def execution_lines(
     The output is what rendering the template with the rows gives, up to
     the whitespace between rows.
     """
-    page = (bool(triage), bool(may_stop), bool(may_recover), int(poll_seconds))
-    stamps: dict[tuple[Any, ...], Stamp] = {}
-    lines = []
-    for row in rows:
-        shape = (*_row_shape(row), *page)
-        drawn = stamps.get(shape)
-        if drawn is None:
-            drawn = stamps[shape] = stamp(
-                _ROW_TEMPLATE,
-                {
-                    "rows": [_row_stand_in(row)],
-                    "triage": page[0],
-                    "may_stop": page[1],
-                    "may_recover": page[2],
-                    "poll_seconds": page[3],
-                },
-                len(_ROW_SLOTS),
-                key=shape,
-            )
-        lines.append(drawn.fill(*_row_values(row)))
-    return SafeString("".join(lines))
+    return _stamped_lines(
+        _ROW_TEMPLATE,
+        rows,
+        _ROW_SLOTS,
+        _row_shape,
+        _row_stand_in,
+        {
+            "triage": bool(triage),
+            "may_stop": bool(may_stop),
+            "may_recover": bool(may_recover),
+            "poll_seconds": int(poll_seconds),
+        },
+    )
+
+
+#: The values of a job's instance row that differ from row to row.
+_INSTANCE_SLOTS: Final = (
+    "id",
+    "url",
+    "created.iso",
+    "created.text",
+    "created.ago",
+    "parameter_value_chips",
+    "parameter_chips",
+    "more_parameters",
+    "hold_actor",
+    "hold_reason",
+    "latest_url",
+    "latest_label",
+    "latest_id",
+)
+
+
+def _instance_shape(row: Row) -> tuple[Any, ...]:
+    """Return what an instance row's markup decides on, beside its values."""
+    return (
+        bool(row.get("parameter_values")),
+        bool(row.get("parameter_chips")),
+        bool(row.get("more_parameters")),
+        bool(row.get("hold_actor")),
+        bool(row.get("latest_url")),
+        bool(row.get("latest_id")),
+        row.get("latest_status"),
+        row.get("created") is not None,
+    )
+
+
+def _instance_stand_in(row: Row) -> Row:
+    """Return an instance row of stand-ins, shaped like ``row``."""
+    stands = {name: slot(number) for number, name in enumerate(_INSTANCE_SLOTS)}
+
+    def present(name: str) -> SafeString | None:
+        return stands[name] if row.get(name) else None
+
+    return {
+        **{name: present(name) for name in _INSTANCE_SLOTS if "." not in name},
+        "id": stands["id"],
+        "url": stands["url"],
+        "parameter_values": bool(row.get("parameter_values")),
+        "latest_status": row.get("latest_status"),
+        "tone": row.get("tone"),
+        "created": (
+            {
+                "iso": stands["created.iso"],
+                "text": stands["created.text"],
+                "ago": stands["created.ago"],
+            }
+            if row.get("created") is not None
+            else None
+        ),
+    }
+
+
+def instance_lines(rows: Iterable[Row]) -> SafeString:
+    """
+    Render a job's instance rows (Presenter.instances's) through their template.
+
+    partials/instance_row.html renders once per row shape, as execution
+    rows do (:func:`execution_lines`).
+    """
+    return _stamped_lines(
+        "batchboard/partials/instance_row.html",
+        rows,
+        _INSTANCE_SLOTS,
+        _instance_shape,
+        _instance_stand_in,
+        {},
+    )
 
 
 # -- the presenter ------------------------------------------------------------------

@@ -20,7 +20,13 @@ from django.urls import get_script_prefix, get_urlconf
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
-from batchboard.explorer.presenters import NOTHING, Clock, execution_lines, group_digits
+from batchboard.explorer.presenters import (
+    NOTHING,
+    Clock,
+    execution_lines,
+    group_digits,
+    instance_lines,
+)
 
 register = template.Library()
 
@@ -87,6 +93,12 @@ def execution_rows(context: Context, rows: list[dict[str, Any]]) -> SafeString:
         may_recover=bool(context.get("may_recover")),
         poll_seconds=int(context.get("poll_seconds") or 0),
     )
+
+
+@register.simple_tag
+def instance_rows(rows: list[dict[str, Any]]) -> SafeString:
+    """Render a job's instance rows through partials/instance_row.html, stamped."""
+    return instance_lines(rows)
 
 
 class OncePerLanguageNode(template.Node):

@@ -346,3 +346,60 @@ def test_parameter_values_are_escaped_and_cut_in_their_template() -> None:
     assert '<span class="bb-param-name">note</span>' in chips
     again = present.parameter_values([("run", "STRING", "a"), ("note", "STRING", "b")])
     assert '<code class="bb-param-value">a</code>' in again and "bbslot" not in again
+
+
+def test_stamped_instance_rows_are_the_row_template_rendered() -> None:
+    """instance_lines gives what rendering instance_row.html with the rows gives."""
+    from django.template.loader import render_to_string
+
+    present = Presenter(NOW)
+    base = {
+        "job_name": "nightly",
+        "created_at": NOW - timedelta(days=1),
+        "hold_actor": None,
+        "hold_reason": None,
+        "hold_placed_at": None,
+    }
+    rows = present.instances(
+        [
+            {
+                **base,
+                "id": 1,
+                "parameters": [("run", "STRING")],
+                "latest_id": 10,
+                "latest_attempt": 2,
+                "latest_status": "FAILED",
+            },
+            {
+                **base,
+                "id": 2,
+                "parameters": [(f"p{n}", "LONG") for n in range(10)],
+                "hold_actor": "<ops>",
+                "hold_reason": "a & b",
+                "latest_id": None,
+                "latest_attempt": None,
+                "latest_status": None,
+            },
+            {
+                **base,
+                "id": 3,
+                "parameters": [],
+                "latest_id": 12,
+                "latest_attempt": 1,
+                "latest_status": "COMPLETED",
+            },
+        ]
+    )
+    rows[0]["parameter_values"] = [("run", "STRING", "<2026>")]
+    rows[0]["parameter_value_chips"] = present.parameter_values(
+        rows[0]["parameter_values"]
+    )
+    expected = render_to_string("batchboard/partials/instance_row.html", {"rows": rows})
+    stamped = presenters.instance_lines(rows)
+
+    def rows_of(markup: str) -> str:
+        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
+
+    assert rows_of(stamped) == rows_of(expected)
+    assert "held by &lt;ops&gt;: a &amp; b" in stamped and "bbslot" not in stamped
+    assert "&lt;2026&gt;" in stamped and "+2 more" in stamped
