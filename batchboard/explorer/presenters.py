@@ -26,11 +26,12 @@ from typing import Any, Final, TypedDict
 from urllib.parse import quote, urlencode
 
 from django.conf import settings
+from django.template import Context
 from django.template.loader import get_template
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils import timezone
 from django.utils.functional import Promise
-from django.utils.html import escape
+from django.utils.html import conditional_escape, escape
 from django.utils.safestring import SafeString
 from django.utils.text import get_text_list
 from django.utils.translation import get_language, ngettext
@@ -52,6 +53,15 @@ Row = dict[str, Any]
 
 #: Identifying parameters a job's instance list shows per row.
 SHOWN_PARAMETERS: Final = 8
+#: Characters of a parameter value an instance row shows (with the ellipsis).
+PARAMETER_VALUE_CHARS: Final = 80
+
+
+def _cut(value: str) -> str:
+    """Cut ``value`` to PARAMETER_VALUE_CHARS characters, an ellipsis last."""
+    if len(value) <= PARAMETER_VALUE_CHARS:
+        return value
+    return value[: PARAMETER_VALUE_CHARS - 1] + "…"
 
 
 # -- statuses ------------------------------------------------------------------
@@ -390,9 +400,9 @@ def job_name_from_path(segment: str) -> str:
 _JOB_SAFE = _PATH_SAFE.replace("/", "")
 
 
-def job_url(job_name: str) -> SafeString:
+def job_url(job_name: str, pattern: tuple[str, str] | None = None) -> SafeString:
     """Return the link to a job's page (``/`` in the name as ``%2F``)."""
-    head, tail = url_pattern("batchboard:job")
+    head, tail = pattern or url_pattern("batchboard:job")
     segment = escape(quote(job_segment(job_name), safe=_JOB_SAFE))
     return SafeString(f"{head}{segment}{tail}")
 
@@ -402,28 +412,394 @@ def _list(name: str, prefix: str, urlconf: str | None, root: str) -> str:
     return reverse(name)
 
 
-def job_filter_url(name: str, job_name: str) -> str:
+def list_url(name: str) -> str:
+    """Return list page ``name``'s address, reversed once per URL setup."""
+    return _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
+
+
+def job_filter_url(name: str, job_name: str, base: str | None = None) -> str:
     """
     Return list page ``name`` filtered to one job (``?job=``).
 
     The one builder of the executions list's and the audit log's links for
-    a job; the list's address is reversed once per name.
+    a job; the list's address (``base``, if known) is reversed once per name.
     """
-    base = _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
-    return f"{base}?{urlencode({'job': job_name})}"
+    return f"{base or list_url(name)}?{urlencode({'job': job_name})}"
 
 
 class Links:
-    """The links one page shows to jobs, each job's built and escaped once."""
+    """
+    The links one page shows: each pattern looked up once per page, each
+    job's link built and escaped once.
+
+    Reading the URL setup (script prefix, URLconf) costs a context-local
+    lookup each time; a page asks for the same few patterns hundreds of times.
+    """
 
     def __init__(self) -> None:
         self._jobs: dict[str, SafeString] = {}
+        self._patterns: dict[str, tuple[SafeString, SafeString]] = {}
+        self._lists: dict[str, str] = {}
+
+    def pattern(self, name: str) -> tuple[SafeString, SafeString]:
+        """Return :func:`url_pattern` of ``name``, looked up once per page."""
+        found = self._patterns.get(name)
+        if found is None:
+            found = self._patterns[name] = url_pattern(name)
+        return found
+
+    def link(self, name: str, pk: int | None) -> SafeString | None:
+        """Return :func:`link` of ``name`` and ``pk``, its pattern looked up once."""
+        if pk is None:
+            return None
+        head, tail = self.pattern(name)
+        return SafeString(f"{head}{int(pk)}{tail}")
 
     def job(self, job_name: str) -> SafeString:
         found = self._jobs.get(job_name)
         if found is None:
-            found = self._jobs[job_name] = job_url(job_name)
+            found = self._jobs[job_name] = job_url(
+                job_name, self.pattern("batchboard:job")
+            )
         return found
+
+    def job_filter(self, name: str, job_name: str) -> str:
+        """Return :func:`job_filter_url`, the list's address reversed once per page."""
+        base = self._lists.get(name)
+        if base is None:
+            base = self._lists[name] = list_url(name)
+        return job_filter_url(name, job_name, base)
+
+
+# -- stamps: a partial rendered once, filled per item ------------------------------
+
+#: A slot's stand-in while a stamp's template renders: letters only, so
+#: escaping leaves it alone. A slot must be placed as is (no filter on it).
+_SLOT = "bbslot{}zq"
+
+
+#: Rendered stamps: (template, language, URL setup, key) -> pieces and slots.
+_STAMPS: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+#: Stamps kept at most (each key is of a small closed set; this bounds a
+#: process that keeps reloading templates, DEBUG).
+_STAMPS_KEPT: Final = 1024
+
+
+def _split(rendered: str, slots: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Cut ``rendered`` at every slot stand-in; return the pieces and slots."""
+    pieces, order = [], []
+    rest = rendered
+    while True:
+        found = [
+            (rest.find(_SLOT.format(number)), number)
+            for number in range(slots)
+            if _SLOT.format(number) in rest
+        ]
+        if not found:
+            break
+        at, number = min(found)
+        pieces.append(rest[:at])
+        order.append(number)
+        rest = rest[at + len(_SLOT.format(number)) :]
+    pieces.append(rest)
+    return tuple(pieces), tuple(order)
+
+
+def slot(number: int) -> SafeString:
+    """Return the stand-in of a stamp's slot ``number`` (see :func:`stamp`)."""
+    return SafeString(_SLOT.format(number))
+
+
+def stamp(
+    name: str,
+    context: Mapping[str, Any],
+    slots: int,
+    key: tuple[Any, ...] | None = None,
+) -> Stamp:
+    """
+    Return partial ``name`` rendered once with ``context``, to fill per item.
+
+    A strip of 504 chips or a trend of 100 bars placed a dozen values per
+    item; as a template loop that cost more than the rest of the page. A
+    stamp renders the item's partial once per distinct ``key`` (by default
+    the ``context``'s items: a status and its look, say, a small closed set)
+    and language, with :func:`slot` stand-ins (``slots`` of them) where an
+    item's own values go (its id, its times), then fills them in by joining
+    strings. The markup stays in the template, which may place each slot
+    anywhere, as is, any number of times; whatever it decides on (an
+    ``{% if %}``) must be decided by the key. Values filled in must be
+    escaped already.
+    """
+    loaded: Any = get_template(name)
+    # The engine's own template: its backend wraps it anew per lookup, and a
+    # reloaded template (DEBUG, a test's settings) renders afresh.
+    template = getattr(loaded, "template", loaded)
+    cache_key = (
+        template,
+        get_language(),
+        get_script_prefix(),
+        get_urlconf(),
+        key if key is not None else tuple(sorted(context.items())),
+    )
+    found = _STAMPS.get(cache_key)
+    if found is None:
+        if len(_STAMPS) >= _STAMPS_KEPT:
+            _STAMPS.clear()
+        rendered = str(template.render(Context(dict(context))))
+        found = _STAMPS[cache_key] = _split(rendered, slots)
+    return Stamp(*found)
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """A rendered partial in pieces, with the slot to place between each two."""
+
+    pieces: tuple[str, ...]
+    order: tuple[int, ...]
+
+    def fill(self, *values: object) -> str:
+        """Return the partial with ``values`` (escaped already) in its slots."""
+        pieces, parts = self.pieces, [self.pieces[0]]
+        for position, number in enumerate(self.order, 1):
+            parts.append(str(values[number]))
+            parts.append(pieces[position])
+        return "".join(parts)
+
+
+# -- execution rows as stamps ----------------------------------------------------------
+
+#: The values of an execution row that differ from row to row, in slot order.
+#: partials/execution_row.html may place these anywhere (as they are); what
+#: it decides on, it decides from the row's shape (see _row_shape).
+_ROW_SLOTS: Final = (
+    "id",
+    "url",
+    "row_url",
+    "job_url",
+    "job_name",
+    "instance_url",
+    "job_instance_id",
+    "attempt",
+    "created.iso",
+    "created.text",
+    "created.ago",
+    "duration",
+    "updated_age",
+    "failure_category",
+    "failure_id",
+    "exit_text",
+    "restart.url",
+    "restart.text",
+    "stop_url",
+    "recover_url",
+    "stop_requested_by",
+)
+_ROW_TEMPLATE: Final = "batchboard/partials/execution_row.html"
+
+
+def _row_shape(row: Row) -> tuple[Any, ...]:
+    """Return what an execution row's markup decides on, beside its values."""
+    restart = row.get("restart")
+    return (
+        row["status"],
+        bool(row.get("live")),
+        bool(row.get("active")),
+        bool(row.get("owner_recorded")),
+        bool(row.get("failure_category")),
+        bool(row.get("exit_pending")),
+        restart["tone"] if restart else None,
+        bool(row.get("stop_requested_at")),
+        row.get("created") is not None,
+    )
+
+
+def _row_stand_in(row: Row) -> Row:
+    """Return an execution row of stand-ins, shaped like ``row``."""
+    stands = {name: slot(number) for number, name in enumerate(_ROW_SLOTS)}
+    restart = row.get("restart")
+    return {
+        **{name: value for name, value in stands.items() if "." not in name},
+        "status": row["status"],
+        "tone": row["tone"],
+        "live": row.get("live"),
+        "active": row.get("active"),
+        "owner_recorded": row.get("owner_recorded"),
+        "failure_category": (
+            stands["failure_category"] if row.get("failure_category") else None
+        ),
+        "exit_pending": row.get("exit_pending"),
+        "restart": (
+            {
+                "url": stands["restart.url"],
+                "text": stands["restart.text"],
+                "tone": restart["tone"],
+            }
+            if restart
+            else None
+        ),
+        "stop_requested_at": bool(row.get("stop_requested_at")) or None,
+        "created": (
+            {
+                "iso": stands["created.iso"],
+                "text": stands["created.text"],
+                "ago": stands["created.ago"],
+            }
+            if row.get("created") is not None
+            else None
+        ),
+    }
+
+
+def _row_values(row: Row, slots: Sequence[str]) -> list[object]:
+    """Return a row's values in slot order, escaped (``a.b`` reads ``row[a][b]``)."""
+    values: list[object] = []
+    for name in slots:
+        head, _dot, tail = name.partition(".")
+        value = row.get(head)
+        if tail:
+            value = (value or {}).get(tail)
+        values.append("" if value is None else conditional_escape(value))
+    return values
+
+
+def _stamped_lines(
+    template: str,
+    rows: Iterable[Row],
+    slots: Sequence[str],
+    shape: Any,
+    stand_in: Any,
+    page: Mapping[str, Any],
+) -> SafeString:
+    """
+    Render rows through ``template`` (a loop over ``rows``), one stamp per shape.
+
+    ``shape(row)`` is what the template's conditions decide on, ``stand_in(row)``
+    a row of that shape whose values are the stand-ins of ``slots``, and
+    ``page`` the rest of the template's context (a few page settings).
+    """
+    settings_key = tuple(sorted(page.items()))
+    stamps: dict[tuple[Any, ...], Stamp] = {}
+    lines = []
+    for row in rows:
+        key = (template, *shape(row), *settings_key)
+        drawn = stamps.get(key)
+        if drawn is None:
+            drawn = stamps[key] = stamp(
+                template,
+                {"rows": [stand_in(row)], **page},
+                len(slots),
+                key=key,
+            )
+        lines.append(drawn.fill(*_row_values(row, slots)))
+    return SafeString("".join(lines))
+
+
+def execution_lines(
+    rows: Iterable[Row],
+    *,
+    triage: bool,
+    may_stop: bool,
+    may_recover: bool,
+    poll_seconds: int,
+) -> SafeString:
+    """
+    Render execution rows (Presenter.executions's) through their template.
+
+    partials/execution_row.html renders once per row shape (status, flags,
+    what the row has) and page setting, with stand-ins for the row's own
+    values; each row then fills it in. A page of 50 rows placed about 1,300
+    values through the template engine, more than the rest of the page.
+    The output is what rendering the template with the rows gives, up to
+    the whitespace between rows.
+    """
+    return _stamped_lines(
+        _ROW_TEMPLATE,
+        rows,
+        _ROW_SLOTS,
+        _row_shape,
+        _row_stand_in,
+        {
+            "triage": bool(triage),
+            "may_stop": bool(may_stop),
+            "may_recover": bool(may_recover),
+            "poll_seconds": int(poll_seconds),
+        },
+    )
+
+
+#: The values of a job's instance row that differ from row to row.
+_INSTANCE_SLOTS: Final = (
+    "id",
+    "url",
+    "created.iso",
+    "created.text",
+    "created.ago",
+    "parameter_value_chips",
+    "parameter_chips",
+    "more_parameters",
+    "hold_actor",
+    "hold_reason",
+    "latest_url",
+    "latest_label",
+    "latest_id",
+)
+
+
+def _instance_shape(row: Row) -> tuple[Any, ...]:
+    """Return what an instance row's markup decides on, beside its values."""
+    return (
+        bool(row.get("parameter_values")),
+        bool(row.get("parameter_chips")),
+        bool(row.get("more_parameters")),
+        bool(row.get("hold_actor")),
+        bool(row.get("latest_url")),
+        bool(row.get("latest_id")),
+        row.get("latest_status"),
+        row.get("created") is not None,
+    )
+
+
+def _instance_stand_in(row: Row) -> Row:
+    """Return an instance row of stand-ins, shaped like ``row``."""
+    stands = {name: slot(number) for number, name in enumerate(_INSTANCE_SLOTS)}
+
+    def present(name: str) -> SafeString | None:
+        return stands[name] if row.get(name) else None
+
+    return {
+        **{name: present(name) for name in _INSTANCE_SLOTS if "." not in name},
+        "id": stands["id"],
+        "url": stands["url"],
+        "parameter_values": bool(row.get("parameter_values")),
+        "latest_status": row.get("latest_status"),
+        "tone": row.get("tone"),
+        "created": (
+            {
+                "iso": stands["created.iso"],
+                "text": stands["created.text"],
+                "ago": stands["created.ago"],
+            }
+            if row.get("created") is not None
+            else None
+        ),
+    }
+
+
+def instance_lines(rows: Iterable[Row]) -> SafeString:
+    """
+    Render a job's instance rows (Presenter.instances's) through their template.
+
+    partials/instance_row.html renders once per row shape, as execution
+    rows do (:func:`execution_lines`).
+    """
+    return _stamped_lines(
+        "batchboard/partials/instance_row.html",
+        rows,
+        _INSTANCE_SLOTS,
+        _instance_shape,
+        _instance_stand_in,
+        {},
+    )
 
 
 # -- the presenter ------------------------------------------------------------------
@@ -455,6 +831,7 @@ class Presenter:
         self.links = Links()
         self.texts = texts()
         self._chips: dict[tuple[tuple[str, str], ...], SafeString] = {}
+        self._value_stamps: dict[tuple[tuple[str, str], ...], Stamp] = {}
 
     # Runs: executions and steps.
 
@@ -508,9 +885,9 @@ class Presenter:
             (self.now - row["updated_at"]).total_seconds()
         )
         row["stop_requested"] = self.clock.moment(row["stop_requested_at"])
-        row["live_url"] = link("batchboard:execution_live", row["id"])
-        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
-        row["restart_url"] = link(
+        row["live_url"] = self.links.link("batchboard:execution_live", row["id"])
+        row["audit_url"] = self.links.job_filter("batchboard:audit", row["job_name"])
+        row["restart_url"] = self.links.link(
             "batchboard:execution", row["restart_of_execution_id"]
         )
         return row
@@ -518,14 +895,14 @@ class Presenter:
     def attempt(self, row: Row | None) -> Row | None:
         """Add a neighbouring attempt's link and tone (lineage)."""
         if row is not None:
-            row["url"] = link("batchboard:execution", row["id"])
+            row["url"] = self.links.link("batchboard:execution", row["id"])
             row["tone"] = look(row["status"]).tone
         return row
 
     def restarts(self, rows: Iterable[Row], following: Mapping[int, Row]) -> None:
         """Say of each row that was restarted which attempt followed and how."""
         text = self.texts["restarted"]
-        head, tail = url_pattern("batchboard:execution")
+        head, tail = self.links.pattern("batchboard:execution")
         for row in rows:
             after = following.get(int(row["id"]))
             if after is None:
@@ -550,7 +927,7 @@ class Presenter:
             row["live"] = False
             row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
         self.exit(row, running=row["live"] and row["status"] in ACTIVE)
-        row["live_url"] = link("batchboard:step_live", row["id"])
+        row["live_url"] = self.links.link("batchboard:step_live", row["id"])
         row["counters"] = [
             [(self.texts[name], group_digits(row[name])) for name in line]
             for line in _COUNTER_LINES
@@ -573,7 +950,9 @@ class Presenter:
                     "key": escape(partition["partition_key"]),
                 }
             )
-            row["parent_url"] = link("batchboard:step", partition["step_execution_id"])
+            row["parent_url"] = self.links.link(
+                "batchboard:step", partition["step_execution_id"]
+            )
         return row
 
     def segments(self, rollup: Rollup | None) -> list[Row]:
@@ -606,13 +985,13 @@ class Presenter:
     def executions(self, rows: list[Row], *, triage: bool = False) -> list[Row]:
         """Add the cells of execution rows (lists and the overview's panel)."""
         clock, job = self.clock, self.links.job
-        page_head, page_tail = url_pattern("batchboard:execution")
-        row_head, row_tail = url_pattern("batchboard:execution_row")
-        instance_head, instance_tail = url_pattern("batchboard:instance")
+        page_head, page_tail = self.links.pattern("batchboard:execution")
+        row_head, row_tail = self.links.pattern("batchboard:execution_row")
+        instance_head, instance_tail = self.links.pattern("batchboard:instance")
         # Triage rows carry action links: built from one reversed pattern
         # each, never reversed per row.
-        stop_head, stop_tail = url_pattern("batchboard:action_stop")
-        recover_head, recover_tail = url_pattern("batchboard:recovery_proposal")
+        stop_head, stop_tail = self.links.pattern("batchboard:action_stop")
+        recover_head, recover_tail = self.links.pattern("batchboard:recovery_proposal")
         if triage:
             row_tail = SafeString(row_tail + escape("?triage=1"))
         for row in rows:
@@ -651,8 +1030,8 @@ class Presenter:
         not live and its span ends with the execution's.
         """
         clock, progress = self.clock, self.texts["progress"]
-        page_head, page_tail = url_pattern("batchboard:step")
-        row_head, row_tail = url_pattern("batchboard:step_row")
+        page_head, page_tail = self.links.pattern("batchboard:step")
+        row_head, row_tail = self.links.pattern("batchboard:step_row")
         ended = None
         if execution is not None and execution["status"] not in UNRESOLVED:
             ended = execution["ended_at"] or execution["updated_at"]
@@ -689,7 +1068,7 @@ class Presenter:
         """
         by_worker: dict[int, Row] = {}
         by_parent: dict[int, list[Row]] = {}
-        head, tail = url_pattern("batchboard:step")
+        head, tail = self.links.pattern("batchboard:step")
         for part in partitions:
             worker = part["worker_step_execution_id"]
             part["tone"] = look(part["status"]).tone
@@ -730,11 +1109,11 @@ class Presenter:
     def partitions(self, rows: list[Row]) -> list[Row]:
         """Add the cells of partition rows."""
         worker_label = self.texts["step_no"]
-        row_head, row_tail = url_pattern("batchboard:partition_row")
+        row_head, row_tail = self.links.pattern("batchboard:partition_row")
         for row in rows:
             status, worker = row["status"], row["worker_step_execution_id"]
             row["row_url"] = SafeString(f"{row_head}{row['id']}{row_tail}")
-            row["worker_url"] = link("batchboard:step", worker)
+            row["worker_url"] = self.links.link("batchboard:step", worker)
             if worker is not None:
                 row["worker_label"] = SafeString(worker_label % {"id": int(worker)})
             row["live"] = status in UNRESOLVED
@@ -745,11 +1124,11 @@ class Presenter:
     def instances(self, rows: list[Row]) -> list[Row]:
         """Add the cells of a job's instance rows (parameter names and kinds only)."""
         clock, attempt = self.clock, self.texts["attempt"]
-        head, tail = url_pattern("batchboard:instance")
+        head, tail = self.links.pattern("batchboard:instance")
         for row in rows:
             row["url"] = SafeString(f"{head}{row['id']}{tail}")
             latest = row["latest_id"]
-            row["latest_url"] = link("batchboard:execution", latest)
+            row["latest_url"] = self.links.link("batchboard:execution", latest)
             if latest is not None:
                 row["latest_label"] = SafeString(
                     attempt % {"attempt": int(row["latest_attempt"])}
@@ -777,12 +1156,40 @@ class Presenter:
             chips = self._chips[key] = SafeString(template.render({"parameters": key}))
         return chips
 
+    def parameter_values(
+        self, parameters: Sequence[tuple[str, str, str]]
+    ) -> SafeString:
+        """
+        Render parameter chips with values (``partials/parameter_values.html``).
+
+        Rendered once per distinct list of names and kinds on a page, as a
+        stamp whose slots take the values, each escaped and cut to
+        :data:`PARAMETER_VALUE_CHARS` characters (an ellipsis ending a cut one).
+        """
+        shape = tuple((name, kind) for name, kind, _value in parameters)
+        drawn = self._value_stamps.get(shape)
+        if drawn is None:
+            drawn = self._value_stamps[shape] = stamp(
+                "batchboard/partials/parameter_values.html",
+                {
+                    "parameters": [
+                        (name, kind, slot(number))
+                        for number, (name, kind) in enumerate(shape)
+                    ]
+                },
+                len(shape),
+                key=("values", shape),
+            )
+        return SafeString(
+            drawn.fill(*(escape(_cut(value)) for _name, _kind, value in parameters))
+        )
+
     def instance(self, row: Row) -> Row:
         """Add what the instance page's head shows."""
         row["created"] = self.clock.moment(row["created_at"])
         row["hold_placed"] = self.clock.moment(row["hold_placed_at"])
         row["job_url"] = self.links.job(row["job_name"])
-        row["audit_url"] = job_filter_url("batchboard:audit", row["job_name"])
+        row["audit_url"] = self.links.job_filter("batchboard:audit", row["job_name"])
         return row
 
     def jobs(
@@ -794,23 +1201,36 @@ class Presenter:
         """Return the overview's job rows: each job's latest runs as chips."""
         clock, job, title = self.clock, self.links.job, self.texts["chip"]
         strip_label = self.texts["strip"]
-        head, tail = url_pattern("batchboard:execution")
+        head, tail = self.links.pattern("batchboard:execution")
         jobs = []
+        chip_url = SafeString(f"{head}{slot(0)}{tail}")
+        chips: dict[str, Stamp] = {}
         for name in names:
             strip = strips.get(name, [])
+            placed = []
             for run in strip:
                 status = run["status"]
-                seen = look(status)
-                run["url"] = SafeString(f"{head}{run['id']}{tail}")
-                run["tone"], run["mark"] = seen.tone, seen.mark
-                run["title"] = SafeString(
-                    title
-                    % {
-                        "id": int(run["id"]),
+                chip = chips.get(status)
+                if chip is None:
+                    seen = look(status)
+                    title_text = title % {
+                        "id": slot(0),
                         "status": escape(status),
-                        "attempt": int(run["attempt"]),
+                        "attempt": slot(1),
                     }
-                )
+                    chip = chips[status] = stamp(
+                        "batchboard/partials/strip_chip.html",
+                        {
+                            "tone": seen.tone,
+                            "mark": seen.mark,
+                            "status": status,
+                            "url": chip_url,
+                            "title": SafeString(title_text),
+                            "id": slot(0),
+                        },
+                        2,
+                    )
+                placed.append(chip.fill(int(run["id"]), int(run["attempt"])))
             last = strip[0] if strip else None
             if last is not None:
                 last["tone"] = look(last["status"]).tone
@@ -820,8 +1240,10 @@ class Presenter:
                 {
                     "name": name,
                     "url": job(name),
-                    "running_url": job_filter_url("batchboard:executions", name),
+                    "running_url": self.links.job_filter("batchboard:executions", name),
                     "strip": strip,
+                    # Rendered already (each chip from its stamp).
+                    "chips": SafeString("".join(placed)),
                     "strip_label": SafeString(strip_label % {"name": escape(name)}),
                     "last": last,
                     "running": count,
@@ -840,7 +1262,7 @@ class Presenter:
         texts = self.texts
         for row in rows:
             source, reused = row["source_step_execution_id"], row["reused_decision_id"]
-            row["source_url"] = link("batchboard:step", source)
+            row["source_url"] = self.links.link("batchboard:step", source)
             if source is not None:
                 row["source_label"] = SafeString(texts["step_no"] % {"id": int(source)})
             if reused is not None:
@@ -887,7 +1309,7 @@ class Presenter:
         ]
         for kind, pk in ids:
             label = SafeString(self.texts[f"{kind}_no"] % {"id": int(pk)})
-            crumbs.append((label, link(f"batchboard:{kind}", pk)))
+            crumbs.append((label, self.links.link(f"batchboard:{kind}", pk)))
         if current is None:
             crumbs[-1] = (crumbs[-1][0], None)
         else:

@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from django.db import connections
 from django.db.models import QuerySet
+from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from batchboard import db
+from batchboard.explorer import queries
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, look, url_pattern
-from batchboard.models import JobExecution, StepExecution
+from batchboard.explorer.presenters import Clock, Stamp, look, slot, stamp, url_pattern
+from batchboard.models import StepExecution
 from batchboard.vocabulary import (
     GRID_RUNS,
     GRID_STEP_ROWS,
@@ -42,51 +43,25 @@ WIDTH: Final = 600
 HEIGHT: Final = 120
 _GAP: Final = 1.0
 
+# What the trend and the grid show of a run: its duration, status and link
+# (no creation time: each timestamp read costs more than the rest of a row).
 _RUN_COLUMNS = (
     "id",
     "status",
     "attempt",
     "job_instance_id",
-    "created_at",
     "started_at",
     "ended_at",
-)
-
-# One LATERAL read, as the overview's strips: the newest instances off the
-# (job_name, id DESC) index, each one's attempts off (job_instance_id,
-# attempt DESC), at most TREND_RUNS of each.
-_RUNS_SQL = (
-    "SELECT e.id, e.status, e.attempt, e.job_instance_id, e.created_at, "
-    "e.started_at, e.ended_at FROM ("
-    "  SELECT i.id FROM ob_job_instance i WHERE i.job_name = %s "
-    "  ORDER BY i.id DESC LIMIT %s"
-    ") AS newest CROSS JOIN LATERAL ("
-    "  SELECT x.id, x.status, x.attempt, x.job_instance_id, x.created_at, "
-    "  x.started_at, x.ended_at FROM ob_job_execution x "
-    "  WHERE x.job_instance_id = newest.id ORDER BY x.attempt DESC LIMIT %s"
-    ") AS e ORDER BY e.job_instance_id DESC, e.attempt DESC LIMIT %s"
 )
 
 
 def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
     """Return a job's latest ``limit`` executions, newest first (one statement)."""
-    connection = connections[db.read_alias()]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_RUNS_SQL, [job_name, limit, limit, limit])
-            return [
-                dict(zip(_RUN_COLUMNS, row, strict=True)) for row in cursor.fetchall()
-            ]
-    return list(
-        JobExecution.objects.using(db.read_alias())
-        .filter(job_instance__job_name=job_name)
-        .order_by("-job_instance_id", "-attempt")
-        .values(*_RUN_COLUMNS)[:limit]
-    )
+    return queries.latest_runs([job_name], limit, _RUN_COLUMNS)[job_name]
 
 
 def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
-    """Return the steps of ``execution_ids`` without partition workers, by id."""
+    """Return the steps of ``execution_ids`` without partition workers, newest first."""
     if not execution_ids:
         return []
     steps: QuerySet[Any] = (
@@ -94,7 +69,9 @@ def grid_steps(execution_ids: Sequence[int]) -> list[Row]:
         .filter(job_execution_id__in=list(execution_ids))
         # The grid shows a partitioned step itself, not its worker steps.
         .exclude(step_name__startswith=PARTITION_WORKER_PREFIX)
-        .order_by("id")
+        # Newest run first, so the bound cuts the oldest runs' cells; the
+        # (job_execution_id, id) index yields this order, nothing is sorted.
+        .order_by("-job_execution_id", "-id")
         .values("id", "job_execution_id", "step_name", "status")
     )
     return list(steps[:GRID_STEP_ROWS])
@@ -131,6 +108,8 @@ class Trend:
     scale: SafeString | None = None
     #: Runs without a duration yet (never started).
     unstarted: int = 0
+    #: Every bar rendered (partials/trend_bar.html, one stamp per status).
+    markup: SafeString = SafeString("")
 
 
 def _seconds(run: Row, now: datetime) -> float | None:
@@ -187,8 +166,9 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
                 duration=clock.duration(run["started_at"], run["ended_at"]),
             )
         )
+    markup = _bars_markup(bars, head, tail)
     if not measured:
-        return Trend(bars, unstarted=len(ordered))
+        return Trend(bars, unstarted=len(ordered), markup=markup)
     median, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
     return Trend(
         bars,
@@ -198,7 +178,47 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
         p95_y=round(max(HEIGHT - HEIGHT * p95 / top, 0.0), 2),
         scale=clock.span(top),
         unstarted=len(ordered) - len(measured),
+        markup=markup,
     )
+
+
+def _bars_markup(bars: Sequence[Bar], head: str, tail: str) -> SafeString:
+    """Render the bars, each from its status's stamp of trend_bar.html."""
+    stamps: dict[str, Stamp] = {}
+    placed = []
+    for bar in bars:
+        status = bar.run["status"]
+        drawn = stamps.get(status)
+        if drawn is None:
+            drawn = stamps[status] = stamp(
+                "batchboard/partials/trend_bar.html",
+                {
+                    "tone": bar.tone,
+                    "status": status,
+                    "url": SafeString(f"{head}{slot(0)}{tail}"),
+                    "id": slot(0),
+                    "x": slot(1),
+                    "y": slot(2),
+                    "width": slot(3),
+                    "height": slot(4),
+                    "duration": slot(5),
+                    "attempt": slot(6),
+                },
+                7,
+            )
+        placed.append(
+            drawn.fill(
+                int(bar.run["id"]),
+                bar.x,
+                bar.y,
+                bar.width,
+                bar.height,
+                bar.duration,
+                int(bar.run["attempt"]),
+            )
+        )
+    # Filled with numbers and escaped spans only.
+    return SafeString("".join(placed))
 
 
 # -- the grid ---------------------------------------------------------------------
@@ -210,6 +230,8 @@ class GridRow:
 
     name: str
     cells: list[Row | None] = field(default_factory=list)
+    #: The row's cells rendered (partials/grid_cell.html, grid_gap.html).
+    markup: SafeString = SafeString("")
 
 
 @dataclass(frozen=True)
@@ -242,17 +264,52 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
         for run in columns
     ]
     rows: dict[str, GridRow] = {}
+    first: dict[str, int] = {}
     for step in steps:
-        name = step["step_name"]
+        name, pk = step["step_name"], int(step["id"])
         row = rows.get(name)
         if row is None:
             row = rows[name] = GridRow(name, [None] * len(columns))
-        row.cells[index[int(step["job_execution_id"])]] = {
-            **step,
-            "url": SafeString(f"{step_head}{int(step['id'])}{step_tail}"),
-            "tone": look(step["status"]).tone,
-        }
-    return Grid(shown, list(rows.values()), len(steps) >= GRID_STEP_ROWS)
+        first[name] = min(first.get(name, pk), pk)
+        position = index[int(step["job_execution_id"])]
+        placed = row.cells[position]
+        if placed is None or int(placed["id"]) < pk:
+            row.cells[position] = {
+                **step,
+                "url": SafeString(f"{step_head}{pk}{step_tail}"),
+                "tone": look(step["status"]).tone,
+            }
+    ordered = sorted(rows.values(), key=lambda row: first[row.name])
+    gap = stamp("batchboard/partials/grid_gap.html", {}, 0).fill()
+    cells: dict[str, Stamp] = {}
+    cell_url = SafeString(f"{step_head}{slot(0)}{step_tail}")
+    for row in ordered:
+        name = escape(row.name)
+        markup = []
+        for cell in row.cells:
+            if cell is None:
+                markup.append(gap)
+                continue
+            status = cell["status"]
+            drawn = cells.get(status)
+            if drawn is None:
+                drawn = cells[status] = stamp(
+                    "batchboard/partials/grid_cell.html",
+                    {
+                        "tone": cell["tone"],
+                        "status": status,
+                        "url": cell_url,
+                        "name": slot(1),
+                        "execution": slot(2),
+                    },
+                    3,
+                )
+            markup.append(
+                drawn.fill(int(cell["id"]), name, int(cell["job_execution_id"]))
+            )
+        # Filled with ids and the escaped step name only.
+        row.markup = SafeString("".join(markup))
+    return Grid(shown, ordered, len(steps) >= GRID_STEP_ROWS)
 
 
 def job_history(job_name: str, clock: Clock) -> dict[str, Any]:

@@ -234,7 +234,7 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
     present.instances(page.rows)
     show_values = request.user.has_perm(PARAMETER_VALUES)
     if show_values:
-        _with_values(page.rows)
+        _with_values(present, page.rows)
     context: dict[str, Any] = {"job_name": job_name, "show_values": show_values}
     if not wants_fragment(request):
         context["trail"] = present.trail(job_name)
@@ -244,7 +244,7 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
     return _list(request, form, page, present, JOB, context)
 
 
-def _with_values(rows: list[Row]) -> None:
+def _with_values(present: Presenter, rows: list[Row]) -> None:
     """Give a job's instance rows their parameter values (one statement)."""
     values = queries.parameter_values_of([row["id"] for row in rows])
     for row in rows:
@@ -253,6 +253,7 @@ def _with_values(rows: list[Row]) -> None:
             (name, kind, shown.get(name, ""))
             for name, kind in row["parameters"][:SHOWN_PARAMETERS]
         ]
+        row["parameter_value_chips"] = present.parameter_values(row["parameter_values"])
 
 
 @reader(*VIEW_EXECUTIONS)

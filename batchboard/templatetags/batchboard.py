@@ -20,7 +20,13 @@ from django.urls import get_script_prefix, get_urlconf
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
-from batchboard.explorer.presenters import NOTHING, Clock, group_digits
+from batchboard.explorer.presenters import (
+    NOTHING,
+    Clock,
+    execution_lines,
+    group_digits,
+    instance_lines,
+)
 
 register = template.Library()
 
@@ -70,6 +76,29 @@ def size(value: int | None) -> str:
 def get(mapping: dict[str, Any] | None, key: str) -> Any:
     """Return ``mapping[key]``, or ``None`` (a template cannot index by variable)."""
     return mapping.get(key) if mapping else None
+
+
+@register.simple_tag(takes_context=True)
+def execution_rows(context: Context, rows: list[dict[str, Any]]) -> SafeString:
+    """
+    Render execution rows through partials/execution_row.html, stamped.
+
+    The same markup as including the row template with ``rows``, rendered
+    once per row shape (presenters.execution_lines).
+    """
+    return execution_lines(
+        rows,
+        triage=bool(context.get("triage")),
+        may_stop=bool(context.get("may_stop")),
+        may_recover=bool(context.get("may_recover")),
+        poll_seconds=int(context.get("poll_seconds") or 0),
+    )
+
+
+@register.simple_tag
+def instance_rows(rows: list[dict[str, Any]]) -> SafeString:
+    """Render a job's instance rows through partials/instance_row.html, stamped."""
+    return instance_lines(rows)
 
 
 class OncePerLanguageNode(template.Node):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,169 @@ def test_a_request_says_what_it_did_to_the_status(
     row: dict[str, Any], text: str
 ) -> None:
     assert presenters.status_change(row) == text
+
+
+def test_a_strip_s_chips_are_its_template_filled_per_run() -> None:
+    """Each chip is partials/strip_chip.html as a plain render would give it."""
+    from django.template.loader import render_to_string
+
+    runs = [
+        {"id": 12, "status": "FAILED", "attempt": 2, "created_at": NOW},
+        {"id": 9, "status": "<COMPLETED>", "attempt": 1, "created_at": NOW},
+        {"id": 8, "status": "FAILED", "attempt": 1, "created_at": NOW},
+    ]
+    job = Presenter(NOW).jobs(["nightly"], {"nightly": runs}, {})[0]
+    expected = ""
+    for run in runs:
+        seen = presenters.look(run["status"])
+        execution = reverse("batchboard:execution", args=[run["id"]])
+        expected += render_to_string(
+            "batchboard/partials/strip_chip.html",
+            {
+                "tone": seen.tone,
+                "mark": seen.mark,
+                "status": run["status"],
+                "url": execution,
+                "title": f"#{run['id']} {run['status']} (attempt {run['attempt']})",
+                "id": run["id"],
+            },
+        )
+    assert job["chips"] == expected
+    assert "&lt;COMPLETED&gt;" in job["chips"] and "<COMPLETED>" not in job["chips"]
+
+
+def test_a_stamp_places_each_slot_wherever_its_template_does() -> None:
+    chip = presenters.stamp(
+        "batchboard/partials/strip_chip.html",
+        {
+            "tone": "good",
+            "mark": "✓",
+            "status": "a&b",
+            "url": presenters.slot(0),
+            "title": presenters.slot(1),
+            "id": presenters.slot(0),
+        },
+        2,
+    )
+    filled = chip.fill(41, "t")
+    assert filled.count("41") == 2 and 'title="t"' in filled
+    assert "a&amp;b" in filled and "bbslot" not in filled
+
+
+def _shaped_rows() -> list[dict[str, Any]]:
+    """Execution rows of every shape the row template decides on."""
+    ended = NOW - timedelta(minutes=30)
+    rows = []
+    for pk, status in enumerate(STATUSES, 1):
+        finished = status in ("STOPPED", "FAILED", "COMPLETED", "ABANDONED")
+        rows.append(
+            _execution_row(
+                id=pk,
+                status=status,
+                job_name=f"<job & {pk}>",
+                ended_at=ended if finished else None,
+                exit_code="<exit>" if finished else "UNKNOWN",
+                failure_category="USER_COMPONENT" if status == "FAILED" else None,
+                failure_id=40 + pk if status == "FAILED" else None,
+                stop_requested_at=NOW if status == "STOPPING" else None,
+                owner_recorded=pk % 2 == 0,
+            )
+        )
+    return rows
+
+
+@pytest.mark.parametrize("triage", [False, True])
+@pytest.mark.parametrize("may", [False, True])
+def test_stamped_execution_rows_are_the_row_template_rendered(
+    triage: bool, may: bool
+) -> None:
+    """execution_lines gives what rendering execution_row.html with the rows gives."""
+    from django.template.loader import render_to_string
+
+    present = Presenter(NOW)
+    rows = present.executions(_shaped_rows(), triage=triage)
+    present.restarts(rows, {5: {"id": 99, "status": "COMPLETED"}})
+    settings = {"triage": triage, "may_stop": may, "may_recover": may}
+    expected = render_to_string(
+        "batchboard/partials/execution_row.html",
+        {"rows": rows, "poll_seconds": 3, **settings},
+    )
+    stamped = presenters.execution_lines(rows, poll_seconds=3, **settings)
+
+    def rows_of(markup: str) -> str:
+        # Each stamped row keeps the template's trailing newline.
+        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
+
+    assert rows_of(stamped) == rows_of(expected)
+    assert stamped.count("<tr ") == len(rows) == expected.count("<tr ")
+    assert "&lt;job &amp; 1&gt;" in stamped and "bbslot" not in stamped
+
+
+def test_parameter_values_are_escaped_and_cut_in_their_template() -> None:
+    present = Presenter(NOW)
+    long = "x" * 100
+    chips = present.parameter_values(
+        [("run", "STRING", "<b>"), ("note", "STRING", long)]
+    )
+    assert '<code class="bb-param-value">&lt;b&gt;</code>' in chips
+    assert f'<code class="bb-param-value">{"x" * 79}…</code>' in chips
+    assert '<span class="bb-param-name">note</span>' in chips
+    again = present.parameter_values([("run", "STRING", "a"), ("note", "STRING", "b")])
+    assert '<code class="bb-param-value">a</code>' in again and "bbslot" not in again
+
+
+def test_stamped_instance_rows_are_the_row_template_rendered() -> None:
+    """instance_lines gives what rendering instance_row.html with the rows gives."""
+    from django.template.loader import render_to_string
+
+    present = Presenter(NOW)
+    base = {
+        "job_name": "nightly",
+        "created_at": NOW - timedelta(days=1),
+        "hold_actor": None,
+        "hold_reason": None,
+        "hold_placed_at": None,
+    }
+    rows = present.instances(
+        [
+            {
+                **base,
+                "id": 1,
+                "parameters": [("run", "STRING")],
+                "latest_id": 10,
+                "latest_attempt": 2,
+                "latest_status": "FAILED",
+            },
+            {
+                **base,
+                "id": 2,
+                "parameters": [(f"p{n}", "LONG") for n in range(10)],
+                "hold_actor": "<ops>",
+                "hold_reason": "a & b",
+                "latest_id": None,
+                "latest_attempt": None,
+                "latest_status": None,
+            },
+            {
+                **base,
+                "id": 3,
+                "parameters": [],
+                "latest_id": 12,
+                "latest_attempt": 1,
+                "latest_status": "COMPLETED",
+            },
+        ]
+    )
+    rows[0]["parameter_values"] = [("run", "STRING", "<2026>")]
+    rows[0]["parameter_value_chips"] = present.parameter_values(
+        rows[0]["parameter_values"]
+    )
+    expected = render_to_string("batchboard/partials/instance_row.html", {"rows": rows})
+    stamped = presenters.instance_lines(rows)
+
+    def rows_of(markup: str) -> str:
+        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
+
+    assert rows_of(stamped) == rows_of(expected)
+    assert "held by &lt;ops&gt;: a &amp; b" in stamped and "bbslot" not in stamped
+    assert "&lt;2026&gt;" in stamped and "+2 more" in stamped

@@ -138,3 +138,34 @@ def test_values_cost_one_statement_whatever_the_page(
     with CaptureQueriesContext(connection) as large:
         client.get(url)
     assert len(small) == len(large)
+
+
+def test_grid_orders_step_names_by_first_appearance_whatever_the_read_order() -> None:
+    """grid_steps reads newest run first; names still follow the lowest step id."""
+    runs = [_run(20, "FAILED", 5), _run(10, "COMPLETED", 5)]
+    steps = [
+        {"id": 4, "job_execution_id": 20, "step_name": "report", "status": "FAILED"},
+        {"id": 3, "job_execution_id": 20, "step_name": "load", "status": "COMPLETED"},
+        {"id": 2, "job_execution_id": 10, "step_name": "report", "status": "COMPLETED"},
+        {"id": 1, "job_execution_id": 10, "step_name": "load", "status": "COMPLETED"},
+    ]
+    drawn = trends.grid(runs, steps)
+    assert [row.name for row in drawn.rows] == ["load", "report"]
+    assert [cell and cell["id"] for cell in drawn.rows[1].cells] == [2, 4]
+
+
+def test_trend_and_grid_markup_carry_each_run_s_own_values() -> None:
+    runs = [_run(20, "FAILED", 5), _run(10, "COMPLETED", 10)]
+    drawn = trends.trend(runs, Clock(NOW))
+    url = reverse("batchboard:execution", args=[20])
+    assert f'<a href="{url}"><rect class="bb-trend-bar bb-trend-bar--bad"' in (
+        drawn.markup
+    )
+    assert "<title>#20 FAILED · 5.0 s (attempt 1)</title>" in drawn.markup
+    steps = [
+        {"id": 3, "job_execution_id": 20, "step_name": "<load>", "status": "FAILED"},
+    ]
+    (row,) = trends.grid(runs, steps).rows
+    assert 'title="&lt;load&gt; · FAILED (#20)"' in row.markup
+    assert row.markup.count("<td>") == 2 and "bb-grid-cell--none" in row.markup
+    assert "bbslot" not in drawn.markup + row.markup
