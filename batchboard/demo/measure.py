@@ -20,6 +20,7 @@ from django.http import HttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.test import RequestFactory
 from django.urls import resolve
+from django_htmx.middleware import HtmxDetails
 
 #: Rounds rendered before any time is kept: they warm caches.
 WARM_ROUNDS = 2
@@ -48,11 +49,16 @@ class Timer:
     user: User
     view: Callable[..., HttpResponse] | None = None
     samples: list[float] = field(default_factory=list)
+    #: Ask as htmx does, for a fragment (a region loaded or polled on its own).
+    fragment: bool = False
 
     def render(self) -> tuple[HttpResponse, float]:
         """Render the page once; return the response and its milliseconds."""
-        request = RequestFactory().get(self.path)
+        headers = {"HX-Request": "true"} if self.fragment else {}
+        request = RequestFactory().get(self.path, headers=headers)
         request.user = self.user
+        # What django-htmx's middleware gives every request.
+        request.htmx = HtmxDetails(request)  # type: ignore[attr-defined]
         view = self.view
         args: tuple[Any, ...] = ()
         kwargs: dict[str, Any] = {}

@@ -306,9 +306,14 @@ class Command(BenchmarkCommand):
             first: str,
             deep: str | None = None,
             view: Callable[[HttpRequest], HttpResponse] | None = None,
+            fragment: bool = False,
         ) -> Measured:
-            deep_timer = Timer(deep, user, view) if deep is not None else None
-            return Measured(name, Timer(first, user, view), deep_timer)
+            deep_timer = None
+            if deep is not None:
+                deep_timer = Timer(deep, user, view, fragment=fragment)
+            return Measured(
+                name, Timer(first, user, view, fragment=fragment), deep_timer
+            )
 
         def deep_recent(status: str, job: str, newest: int) -> str:
             # A job filter pages by (instance, attempt); the others by id.
@@ -337,6 +342,14 @@ class Command(BenchmarkCommand):
         results = [floor, strict]
         results.append(
             page("overview (job names)", f"{reverse('batchboard:index')}?{size}")
+        )
+        # Loaded by the overview as soon as it is shown, and polled.
+        results.append(
+            page(
+                "overview's attention panel (fragment)",
+                reverse("batchboard:attention"),
+                fragment=True,
+            )
         )
         executions_url = reverse("batchboard:executions")
         filters = [("executions", "", "", 0)]
@@ -370,6 +383,14 @@ class Command(BenchmarkCommand):
                 f"job {facts['busy']} (instances)",
                 busy_url,
                 f"{busy_url}&cursor={busy_deep}",
+            )
+        )
+        # Loaded by the job page as soon as it is shown.
+        results.append(
+            page(
+                f"job {facts['busy']}'s history (fragment: trend, grid)",
+                reverse("batchboard:job_history", args=[facts["busy"]]),
+                fragment=True,
             )
         )
         # The rare job's instance nearest to "depth" executions back: its
