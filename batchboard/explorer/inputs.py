@@ -27,6 +27,7 @@ from batchboard.vocabulary import (
     MAX_UNRESOLVED_AGE,
     MIN_PAGE_SIZE,
     MIN_UNRESOLVED_AGE,
+    OVERVIEW_PAGE_SIZE,
     STATUSES,
     parse_whole_number,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "ExecutionsForm",
     "JumpForm",
     "ListForm",
+    "OverviewForm",
     "UnresolvedForm",
     "read",
 ]
@@ -201,6 +203,23 @@ class ListForm(ExplorerForm):
     @property
     def token(self) -> str | None:
         return self.cleaned_data["cursor"] or None
+
+
+class OverviewForm(ListForm):
+    """
+    The overview's list of jobs: pages of OVERVIEW_PAGE_SIZE jobs by default.
+
+    A job's row carries its latest runs, so a page of jobs reads and draws
+    STRIP_LENGTH times the rows of another list; ``size`` still asks for
+    more (or fewer) jobs a page.
+    """
+
+    @property
+    def page_size(self) -> int:
+        size = self.cleaned_data["size"]
+        if size is not None:
+            return int(size)
+        return min(int(conf.get_config()["PAGE_SIZE"]), OVERVIEW_PAGE_SIZE)
 
 
 class ExecutionsForm(ListForm):

@@ -198,7 +198,7 @@ def _attention(present: Presenter) -> dict[str, Any]:
 @reader(*VIEW_OVERVIEW)
 def index(request: HttpRequest) -> HttpResponse:
     """Show job names with their latest runs and what needs attention."""
-    form = inputs.read(inputs.ListForm, request)
+    form = inputs.read(inputs.OverviewForm, request)
     page = queries.job_names(form.page_size, form.token)
     names = [row["job_name"] for row in page.rows]
     present = Presenter()

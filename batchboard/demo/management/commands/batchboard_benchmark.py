@@ -38,6 +38,7 @@ from batchboard.actions import retention
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
+from batchboard.explorer import queries
 from batchboard.models import JobExecution
 
 PAGE_SIZE = 50
@@ -278,6 +279,7 @@ class Command(BenchmarkCommand):
             "execution": execution_id,
             "instance": instance_id,
             "step": step_id,
+            "job_names": len(jobs),
         }
 
     def _unresolved_key(self, alias: str) -> cursors.Key | None:
@@ -340,9 +342,15 @@ class Command(BenchmarkCommand):
             _strict_keyset_view,
         )
         results = [floor, strict]
-        results.append(
-            page("overview (job names)", f"{reverse('batchboard:index')}?{size}")
-        )
+        # The overview at the page size operators get (OVERVIEW_PAGE_SIZE
+        # jobs, each with its strip), and its next page.
+        overview_url = reverse("batchboard:index")
+        names = queries.job_names(vocabulary.OVERVIEW_PAGE_SIZE)
+        overview_deep = None
+        if names.next_cursor:
+            overview_deep = f"{overview_url}?cursor={names.next_cursor}"
+        shown = f"{vocabulary.OVERVIEW_PAGE_SIZE} of {facts['job_names']} jobs"
+        results.append(page(f"overview ({shown})", overview_url, overview_deep))
         # Loaded by the overview as soon as it is shown, and polled.
         results.append(
             page(
