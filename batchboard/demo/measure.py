@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import HttpResponse
 from django.template.response import SimpleTemplateResponse
@@ -84,8 +85,26 @@ class Timer:
         return statistics.median(self.samples)
 
 
+def require_static_manifest() -> None:
+    """
+    Refuse to measure pages that cannot render their asset links.
+
+    With DEBUG off (as production, and the benchmarks, run) ``{% static %}``
+    looks each asset up in the manifest ``collectstatic`` writes.
+    """
+    try:
+        staticfiles_storage.url("batchboard/batchboard.css")
+    except ValueError as error:
+        raise CommandError(
+            "The static files manifest is missing, so pages cannot link their "
+            "assets with DEBUG off: run python manage.py collectstatic --no-input "
+            "first."
+        ) from error
+
+
 def measure(timers: Iterable[Timer], repeat: int) -> None:
     """Render every page ``repeat`` times, round-robin, after the warm rounds."""
+    require_static_manifest()
     pages = list(timers)
     for round_number in range(repeat + WARM_ROUNDS):
         for timer in pages:

@@ -396,7 +396,7 @@ class Command(BenchmarkCommand):
         # Loaded by the job page as soon as it is shown.
         results.append(
             page(
-                f"job {facts['busy']}'s history (fragment: trend, grid)",
+                f"job {facts['busy']} history (fragment)",
                 reverse("batchboard:job_history", args=[facts["busy"]]),
                 fragment=True,
             )
