@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import User
+from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import HttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.test import RequestFactory
 from django.urls import resolve
+from django_htmx.middleware import HtmxDetails
 
 #: Rounds rendered before any time is kept: they warm caches.
 WARM_ROUNDS = 2
@@ -48,11 +50,16 @@ class Timer:
     user: User
     view: Callable[..., HttpResponse] | None = None
     samples: list[float] = field(default_factory=list)
+    #: Ask as htmx does, for a fragment (a region loaded or polled on its own).
+    fragment: bool = False
 
     def render(self) -> tuple[HttpResponse, float]:
         """Render the page once; return the response and its milliseconds."""
-        request = RequestFactory().get(self.path)
+        headers = {"HX-Request": "true"} if self.fragment else {}
+        request = RequestFactory().get(self.path, headers=headers)
         request.user = self.user
+        # What django-htmx's middleware gives every request.
+        request.htmx = HtmxDetails(request)  # type: ignore[attr-defined]
         view = self.view
         args: tuple[Any, ...] = ()
         kwargs: dict[str, Any] = {}
@@ -78,8 +85,26 @@ class Timer:
         return statistics.median(self.samples)
 
 
+def require_static_manifest() -> None:
+    """
+    Refuse to measure pages that cannot render their asset links.
+
+    With DEBUG off (as production, and the benchmarks, run) ``{% static %}``
+    looks each asset up in the manifest ``collectstatic`` writes.
+    """
+    try:
+        staticfiles_storage.url("batchboard/batchboard.css")
+    except ValueError as error:
+        raise CommandError(
+            "The static files manifest is missing, so pages cannot link their "
+            "assets with DEBUG off: run python manage.py collectstatic --no-input "
+            "first."
+        ) from error
+
+
 def measure(timers: Iterable[Timer], repeat: int) -> None:
     """Render every page ``repeat`` times, round-robin, after the warm rounds."""
+    require_static_manifest()
     pages = list(timers)
     for round_number in range(repeat + WARM_ROUNDS):
         for timer in pages:

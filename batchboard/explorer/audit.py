@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from django import forms
 from django.db.models import Model, Q, QuerySet
 from django.utils.functional import Promise
 from django.utils.safestring import SafeString
@@ -30,7 +29,12 @@ from django.utils.translation import gettext_lazy as _
 
 from batchboard import cursors, db
 from batchboard.cursors import QuerySpec
-from batchboard.explorer.inputs import ListForm, TextField
+from batchboard.explorer.inputs import (
+    ChoiceFilterField,
+    JobNameField,
+    ListForm,
+    TextField,
+)
 from batchboard.explorer.pagination import Page, Row, Window
 from batchboard.explorer.presenters import Clock, link, outcome_tone, status_change
 from batchboard.models import JobExecution, OperatorRequest, RetentionAction
@@ -132,42 +136,16 @@ def served(name: str) -> bool:
 class AuditForm(ListForm):
     """The audit log's filters, each exact; blank leaves a filter out."""
 
-    action = TextField(required=False, strip=False)
-    job = TextField(required=False, strip=False)
-    outcome = TextField(required=False, strip=False)
+    action = ChoiceFilterField(
+        ACTIONS, _("Unknown action filter; use one of %(choices)s.")
+    )
+    job = JobNameField()
+    outcome = ChoiceFilterField(
+        OUTCOME_CLASSES, _("Unknown outcome filter; use one of %(choices)s.")
+    )
     actor = TextField(required=False, strip=False)
     since = TextField(required=False, strip=False)
     until = TextField(required=False, strip=False)
-
-    def clean_action(self) -> str:
-        action = str(self.cleaned_data["action"])
-        if action and action not in ACTIONS:
-            raise forms.ValidationError(
-                _("Unknown action filter; use one of %(actions)s."),
-                code="invalid_choice",
-                params={"actions": ", ".join(ACTIONS)},
-            )
-        return action
-
-    def clean_outcome(self) -> str:
-        outcome = str(self.cleaned_data["outcome"])
-        if outcome and outcome not in OUTCOME_CLASSES:
-            raise forms.ValidationError(
-                _("Unknown outcome filter; use one of %(outcomes)s."),
-                code="invalid_choice",
-                params={"outcomes": ", ".join(OUTCOME_CLASSES)},
-            )
-        return outcome
-
-    def clean_job(self) -> str:
-        job = str(self.cleaned_data["job"])
-        if len(job.encode("utf-8")) > cursors.MAX_NAME_BYTES:
-            raise forms.ValidationError(
-                _("A job name holds at most %(max)s bytes."),
-                code="max_length",
-                params={"max": cursors.MAX_NAME_BYTES},
-            )
-        return job
 
     def asked(self) -> dict[str, str]:
         """Return the filters given, by name (``time`` for since/until)."""

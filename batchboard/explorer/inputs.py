@@ -11,7 +11,8 @@ size, which is a number: a filter value could be anything.
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django import forms
 from django.core.validators import RegexValidator
@@ -27,19 +28,26 @@ from batchboard.vocabulary import (
     MAX_UNRESOLVED_AGE,
     MIN_PAGE_SIZE,
     MIN_UNRESOLVED_AGE,
+    OVERVIEW_PAGE_SIZE,
     STATUSES,
     parse_whole_number,
 )
 from batchboard.web import BadInput
 
+if TYPE_CHECKING:
+    from django.utils.functional import _StrPromise
+
 __all__ = [
     "AGE_CHOICES",
     "age_choices",
     "JUMP_KINDS",
+    "ChoiceFilterField",
     "ExecutionForm",
     "ExecutionsForm",
+    "JobNameField",
     "JumpForm",
     "ListForm",
+    "OverviewForm",
     "UnresolvedForm",
     "read",
 ]
@@ -148,6 +156,48 @@ class CursorField(TextField):
         )
 
 
+class ChoiceFilterField(TextField):
+    """
+    An exact filter on one of a closed set of values; blank leaves it out.
+
+    ``message`` is the error for any other value; its ``%(choices)s`` lists
+    the values.
+    """
+
+    def __init__(
+        self, choices: Sequence[str], message: str | _StrPromise, **kwargs: Any
+    ) -> None:
+        super().__init__(required=False, strip=False, **kwargs)
+        self.choices, self.message = tuple(choices), message
+
+    def clean(self, value: Any) -> str:
+        chosen = str(super().clean(value))
+        if chosen and chosen not in self.choices:
+            raise forms.ValidationError(
+                self.message,
+                code="invalid_choice",
+                params={"choices": ", ".join(self.choices)},
+            )
+        return chosen
+
+
+class JobNameField(TextField):
+    """An exact job-name filter: any text of at most a job name's bytes."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, strip=False, **kwargs)
+
+    def clean(self, value: Any) -> str:
+        job = str(super().clean(value))
+        if len(job.encode("utf-8")) > cursors.MAX_NAME_BYTES:
+            raise forms.ValidationError(
+                _("A job name holds at most %(max)s bytes."),
+                code="max_length",
+                params={"max": cursors.MAX_NAME_BYTES},
+            )
+        return job
+
+
 class ExplorerForm(forms.Form):
     """A form over a page's query string; :func:`read` binds and checks it."""
 
@@ -203,31 +253,30 @@ class ListForm(ExplorerForm):
         return self.cleaned_data["cursor"] or None
 
 
+class OverviewForm(ListForm):
+    """
+    The overview's list of jobs: pages of OVERVIEW_PAGE_SIZE jobs by default.
+
+    A job's row carries its latest runs, so a page of jobs reads and draws
+    STRIP_LENGTH times the rows of another list; ``size`` still asks for
+    more (or fewer) jobs a page.
+    """
+
+    @property
+    def page_size(self) -> int:
+        size = self.cleaned_data["size"]
+        if size is not None:
+            return int(size)
+        return min(int(conf.get_config()["PAGE_SIZE"]), OVERVIEW_PAGE_SIZE)
+
+
 class ExecutionsForm(ListForm):
     """The executions page's filters: a status and a job name."""
 
-    status = TextField(required=False, strip=False)
-    job = TextField(required=False, strip=False)
-
-    def clean_status(self) -> str:
-        status = str(self.cleaned_data["status"])
-        if status and status not in STATUSES:
-            raise forms.ValidationError(
-                _("Unknown status filter; use one of %(statuses)s."),
-                code="invalid_choice",
-                params={"statuses": ", ".join(STATUSES)},
-            )
-        return status
-
-    def clean_job(self) -> str:
-        job = str(self.cleaned_data["job"])
-        if len(job.encode("utf-8")) > cursors.MAX_NAME_BYTES:
-            raise forms.ValidationError(
-                _("A job name holds at most %(max)s bytes."),
-                code="max_length",
-                params={"max": cursors.MAX_NAME_BYTES},
-            )
-        return job
+    status = ChoiceFilterField(
+        STATUSES, _("Unknown status filter; use one of %(choices)s.")
+    )
+    job = JobNameField()
 
     @property
     def status_filter(self) -> str:

@@ -478,8 +478,8 @@ class Links:
 _SLOT = "bbslot{}zq"
 
 
-#: Rendered stamps: (template, language, URL setup, key) -> pieces and slots.
-_STAMPS: dict[tuple[Any, ...], tuple[tuple[str, ...], tuple[int, ...]]] = {}
+#: Rendered stamps: (template, language, URL setup, key) -> the stamp.
+_STAMPS: dict[tuple[Any, ...], Stamp] = {}
 #: Stamps kept at most (each key is of a small closed set; this bounds a
 #: process that keeps reloading templates, DEBUG).
 _STAMPS_KEPT: Final = 1024
@@ -546,8 +546,8 @@ def stamp(
         if len(_STAMPS) >= _STAMPS_KEPT:
             _STAMPS.clear()
         rendered = str(template.render(Context(dict(context))))
-        found = _STAMPS[cache_key] = _split(rendered, slots)
-    return Stamp(*found)
+        found = _STAMPS[cache_key] = Stamp(*_split(rendered, slots))
+    return found
 
 
 @dataclass(frozen=True)
@@ -556,14 +556,22 @@ class Stamp:
 
     pieces: tuple[str, ...]
     order: tuple[int, ...]
+    # The pieces as one str.format() pattern: braces doubled, slots numbered.
+    pattern: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        def literal(piece: str) -> str:
+            return piece.replace("{", "{{").replace("}", "}}")
+
+        parts = [literal(self.pieces[0])]
+        for position, number in enumerate(self.order, 1):
+            parts.append(f"{{{number}}}")
+            parts.append(literal(self.pieces[position]))
+        object.__setattr__(self, "pattern", "".join(parts))
 
     def fill(self, *values: object) -> str:
         """Return the partial with ``values`` (escaped already) in its slots."""
-        pieces, parts = self.pieces, [self.pieces[0]]
-        for position, number in enumerate(self.order, 1):
-            parts.append(str(values[number]))
-            parts.append(pieces[position])
-        return "".join(parts)
+        return self.pattern.format(*values)
 
 
 # -- execution rows as stamps ----------------------------------------------------------
@@ -654,10 +662,9 @@ def _row_values(row: Row, slots: Sequence[str]) -> list[object]:
     """Return a row's values in slot order, escaped (``a.b`` reads ``row[a][b]``)."""
     values: list[object] = []
     for name in slots:
-        head, _dot, tail = name.partition(".")
-        value = row.get(head)
-        if tail:
-            value = (value or {}).get(tail)
+        value: Any = row
+        for part in name.split("."):
+            value = (value or {}).get(part)
         values.append("" if value is None else conditional_escape(value))
     return values
 
@@ -798,6 +805,72 @@ def instance_lines(rows: Iterable[Row]) -> SafeString:
         _INSTANCE_SLOTS,
         _instance_shape,
         _instance_stand_in,
+        {},
+    )
+
+
+#: The values of an overview job row that differ from row to row.
+_JOB_SLOTS: Final = (
+    "name",
+    "url",
+    "strip_label",
+    "chips",
+    "last.created.iso",
+    "last.created.text",
+    "last.created.ago",
+    "running_url",
+    "running_label",
+)
+
+
+def _job_shape(row: Row) -> tuple[Any, ...]:
+    """Return what an overview job row's markup decides on, beside its values."""
+    last = row.get("last")
+    return (
+        bool(row.get("strip")),
+        last["status"] if last else None,
+        bool(row.get("running")),
+    )
+
+
+def _job_stand_in(row: Row) -> Row:
+    """Return an overview job row of stand-ins, shaped like ``row``."""
+    stands = {name: slot(number) for number, name in enumerate(_JOB_SLOTS)}
+    last = row.get("last")
+    return {
+        **{name: value for name, value in stands.items() if "." not in name},
+        "strip": bool(row.get("strip")),
+        "running": bool(row.get("running")),
+        "last": (
+            {
+                "status": last["status"],
+                "tone": last["tone"],
+                "created": {
+                    "iso": stands["last.created.iso"],
+                    "text": stands["last.created.text"],
+                    "ago": stands["last.created.ago"],
+                },
+            }
+            if last
+            else None
+        ),
+    }
+
+
+def job_lines(rows: Iterable[Row]) -> SafeString:
+    """
+    Render the overview's job rows (Presenter.jobs's) through their template.
+
+    partials/job_row.html renders once per row shape (whether the job has
+    runs, its last run's status, whether any run is unresolved), as
+    execution rows do (:func:`execution_lines`).
+    """
+    return _stamped_lines(
+        "batchboard/partials/job_row.html",
+        rows,
+        _JOB_SLOTS,
+        _job_shape,
+        _job_stand_in,
         {},
     )
 

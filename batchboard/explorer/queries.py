@@ -1155,11 +1155,38 @@ def job_strips(
     return latest_runs(names, length, newest_only=_STRIP_NEWEST_ONLY)
 
 
+# SQLite: the instances holding an unresolved execution, read off the partial
+# unique index of unresolved executions (job_instance_id only: no execution
+# row is read), then each instance's name. The index is usable only when the
+# statement repeats its condition word for word, so the statuses are written
+# in, in the index's order; they are the schema's constants, not input.
+_RUNNING_SQLITE = (
+    "SELECT i.job_name, count(*) FROM ob_job_instance i WHERE i.id IN ("
+    "SELECT x.job_instance_id FROM ob_job_execution x "
+    "INDEXED BY ob_job_execution_one_unresolved WHERE x.status IN ({unresolved})"
+    ") AND i.job_name IN ({names}) GROUP BY i.job_name LIMIT %s"
+)
+
+
 def running_counts(names: Iterable[str]) -> dict[str, int]:
-    """Return how many unresolved executions each named job has now."""
+    """
+    Return how many unresolved executions each named job has now.
+
+    An instance has at most one unresolved execution (the partial unique
+    index), so counting instances that have one counts the executions.
+    """
     named = list(names)
     if not named:
         return {}
+    connection = connections[_using()]
+    if connection.vendor == "sqlite":
+        sql = _RUNNING_SQLITE.format(
+            unresolved=", ".join(f"'{status}'" for status in UNRESOLVED),
+            names=", ".join(["%s"] * len(named)),
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*named, RUNNING_LIMIT])
+            return {job_name: int(count) for job_name, count in cursor.fetchall()}
 
     def build(values: Sequence[Any]) -> QuerySet[Any]:
         return (

@@ -51,6 +51,11 @@ urlpatterns = [
     path("", views.index, name="index"),
     path("attention/", views.attention, name="attention"),
     path("jobs/<batchboard_job_name:job_name>/", views.job, name="job"),
+    path(
+        "history/<batchboard_job_name:job_name>/",
+        views.job_history,
+        name="job_history",
+    ),
     path("instances/<int:instance_id>/", views.instance, name="instance"),
     path("executions/", views.executions, name="executions"),
     path(EXECUTION, views.execution, name="execution"),

@@ -41,7 +41,9 @@ from batchboard.explorer.presenters import (
     SHOWN_PARAMETERS,
     Presenter,
     job_filter_url,
+    job_url,
     link,
+    url_pattern,
 )
 from batchboard.vocabulary import (
     ACTIVE,
@@ -196,20 +198,26 @@ def _attention(present: Presenter) -> dict[str, Any]:
 @reader(*VIEW_OVERVIEW)
 def index(request: HttpRequest) -> HttpResponse:
     """Show job names with their latest runs and what needs attention."""
-    form = inputs.read(inputs.ListForm, request)
+    form = inputs.read(inputs.OverviewForm, request)
     page = queries.job_names(form.page_size, form.token)
     names = [row["job_name"] for row in page.rows]
     present = Presenter()
     jobs = present.jobs(names, queries.job_strips(names), queries.running_counts(names))
-    attention = {}
-    if page.first and not wants_fragment(request):
-        attention = _attention(present)
-    return _list(request, form, page, present, OVERVIEW, {"jobs": jobs, **attention})
+    # The attention panel is its own fragment, loaded with the page and
+    # polled while runs are stuck: see attention().
+    return _list(request, form, page, present, OVERVIEW, {"jobs": jobs})
 
 
 @reader(*VIEW_OVERVIEW)
 def attention(request: HttpRequest) -> HttpResponse:
-    """Return the overview's "needs attention" panel (polled while runs are stuck)."""
+    """
+    Return the overview's "needs attention" panel.
+
+    The overview's first page asks for it as soon as it is shown, and the
+    panel polls itself while it lists stuck runs: the job list never waits
+    for its reads (stale unresolved runs, recent failures, their restarts),
+    and each region's cost is measured on its own.
+    """
     if not wants_fragment(request):
         return HttpResponseRedirect(reverse("batchboard:index"))
     present = Presenter()
@@ -240,8 +248,34 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
         context["trail"] = present.trail(job_name)
         context["executions_url"] = job_filter_url("batchboard:executions", job_name)
         context["audit_url"] = job_filter_url("batchboard:audit", job_name)
-        context.update(trends.job_history(job_name, present.clock))
+        # The trend and the grid are their own fragment, loaded with the
+        # page: see job_history().
+        context["history_url"] = job_url(
+            job_name, url_pattern("batchboard:job_history")
+        )
     return _list(request, form, page, present, JOB, context)
+
+
+@reader(*VIEW_EXECUTIONS)
+def job_history(request: HttpRequest, job_name: str) -> HttpResponse:
+    """
+    Return a job page's recent history: the duration trend and the steps grid.
+
+    The job page asks for it as soon as it is shown, so its instance list
+    never waits for these two reads, and each region's cost is measured on
+    its own. A plain request (the address opened by hand) goes to the page.
+    """
+    if not wants_fragment(request):
+        return HttpResponseRedirect(job_url(job_name))
+    present = Presenter()
+    history = trends.job_history(job_name, present.clock)
+    if not history["trend"].bars and not queries.job_exists(job_name):
+        raise NotFound(_("job named “%(name)s”") % {"name": job_name})
+    return render(
+        request,
+        "batchboard/partials/job_history.html",
+        _context(request, present, job_name=job_name, **history),
+    )
 
 
 def _with_values(present: Presenter, rows: list[Row]) -> None:

@@ -26,6 +26,7 @@ from batchboard.explorer.presenters import (
     execution_lines,
     group_digits,
     instance_lines,
+    job_lines,
 )
 
 register = template.Library()
@@ -93,6 +94,12 @@ def execution_rows(context: Context, rows: list[dict[str, Any]]) -> SafeString:
         may_recover=bool(context.get("may_recover")),
         poll_seconds=int(context.get("poll_seconds") or 0),
     )
+
+
+@register.simple_tag
+def job_rows(rows: list[dict[str, Any]]) -> SafeString:
+    """Render the overview's job rows through partials/job_row.html, stamped."""
+    return job_lines(rows)
 
 
 @register.simple_tag

@@ -148,3 +148,26 @@ def test_hidden_tab_does_not_poll(page: Any, live_server: Any) -> None:
     )
     page.wait_for_timeout(2500)
     assert polls
+
+
+def test_overview_and_job_page_load_their_panels_and_say_when_one_fails(
+    page: Any, live_server: Any
+) -> None:
+    seeded = seed_drill_down()
+    log_in(page, live_server)
+    # The attention panel arrives on its own request, right after the page.
+    panel = page.locator("#bb-attention")
+    page.wait_for_selector("#bb-attention:not([aria-busy])")
+    assert "Recent failures" in panel.inner_text()
+    assert f"#{seeded['execution'].pk}" in panel.inner_text()
+    # So do a job's trend and grid.
+    page.click("table a:text('nightly-import')")
+    page.wait_for_selector("svg.bb-trend-chart")
+    assert page.locator("#bb-history[aria-busy]").count() == 0
+    # A panel whose request fails says so instead of loading forever.
+    page.route("**/attention/", lambda route: route.fulfill(status=503, body="down"))
+    page.goto(f"{live_server.url}/")
+    page.wait_for_selector("#bb-attention .bb-attention-text")
+    text = panel.inner_text()
+    assert "Could not read what needs attention just now" in text
+    assert "Checking for stuck runs" not in text

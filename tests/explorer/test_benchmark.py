@@ -62,7 +62,9 @@ def test_benchmark_seeds_and_prints_every_page(
     for page in (
         "minimal keyset view (floor)",
         "strict floor",
-        "overview (job names)",
+        "overview (25 of 42 jobs)",
+        "overview's attention panel (fragment)",
+        "job orders-etl history (fragment)",
         "executions ?status=FAILED",
         "executions ?status=UNKNOWN",
         "executions ?status=STARTING",

@@ -288,8 +288,7 @@ def test_failures_say_which_attempt_restarted_them(reader: Client) -> None:
     expected = f"restarted as #{second.pk} (COMPLETED)"
     failures = _get(reader, reverse("batchboard:executions") + "?status=FAILED")
     assert expected in failures
-    overview = _get(reader, reverse("batchboard:index"))
-    attention = overview[overview.index('id="bb-attention"') :]
+    attention = _get(reader, reverse("batchboard:attention"), **HTMX)
     assert expected in attention
     following = relations.next_attempts(
         [

@@ -74,9 +74,15 @@ def test_history_restore_gets_the_full_page(
 def test_overview_shows_jobs_strip_and_attention(
     reader: Client, history: History
 ) -> None:
-    body = reader.get(reverse("batchboard:index")).content.decode()
-    assert "nightly-import" in body and "billing.export" in body
-    assert "1 running" in body
+    overview = reader.get(reverse("batchboard:index")).content.decode()
+    assert "nightly-import" in overview and "billing.export" in overview
+    assert "1 running" in overview
+    # The page asks for its attention panel as soon as it is shown.
+    attention_url = reverse("batchboard:attention")
+    assert f'hx-get="{attention_url}" hx-trigger="load"' in overview
+    assert 'aria-busy="true"' in overview and "Checking for stuck runs" in overview
+    body = reader.get(attention_url, **HTMX).content.decode()
+    assert 'id="bb-attention"' in body and "aria-busy" not in body
     assert "Recent failures" in body and "USER_COMPONENT" in body
     # The restart has not been updated for an hour: older than the 15 min bound.
     assert (

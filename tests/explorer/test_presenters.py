@@ -403,3 +403,41 @@ def test_stamped_instance_rows_are_the_row_template_rendered() -> None:
     assert rows_of(stamped) == rows_of(expected)
     assert "held by &lt;ops&gt;: a &amp; b" in stamped and "bbslot" not in stamped
     assert "&lt;2026&gt;" in stamped and "+2 more" in stamped
+
+
+def test_stamped_job_rows_are_the_row_template_rendered() -> None:
+    """job_lines gives what rendering job_row.html with the overview's rows gives."""
+    from django.template.loader import render_to_string
+
+    present = Presenter(NOW)
+
+    def run(pk: int, status: str, created: bool = False) -> dict[str, Any]:
+        return {
+            "id": pk,
+            "status": status,
+            "attempt": 1 + pk % 3,
+            "job_instance_id": pk,
+            "created_at": NOW - timedelta(minutes=pk) if created else None,
+        }
+
+    strips = {
+        "<busy & {x}>": [
+            run(9, "STARTED", True),
+            run(8, "FAILED"),
+            run(7, "COMPLETED"),
+        ],
+        "quiet": [run(5, "COMPLETED", True)],
+        "never": [],
+    }
+    rows = present.jobs(list(strips), strips, {"<busy & {x}>": 2})
+    expected = render_to_string("batchboard/partials/job_row.html", {"rows": rows})
+    stamped = presenters.job_lines(rows)
+
+    def rows_of(markup: str) -> str:
+        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
+
+    assert rows_of(stamped) == rows_of(expected)
+    assert stamped.count("<tr>") == 3 and "bbslot" not in stamped
+    # Braces in a value are placed as they are (the stamp's pattern escapes its own).
+    assert "&lt;busy &amp; {x}&gt;" in stamped and "2 running" in stamped
+    assert "no executions" in stamped

@@ -92,9 +92,18 @@ def _history(job: str, runs: int, steps_each: int) -> list[int]:
     return ids
 
 
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
 def test_job_page_draws_trend_and_grid(reader: Client, db: None) -> None:
     ids = _history("nightly", 30, 2)
-    body = reader.get(reverse("batchboard:job", args=["nightly"])).content.decode()
+    page = reader.get(reverse("batchboard:job", args=["nightly"])).content.decode()
+    # The page asks for its history as soon as it is shown.
+    history_url = reverse("batchboard:job_history", args=["nightly"])
+    assert f'hx-get="{history_url}" hx-trigger="load"' in page
+    assert "Reading the latest runs" in page and "bb-trend-bar" not in page
+    body = reader.get(history_url, **HTMX).content.decode()
+    assert 'id="bb-history"' in body and "aria-busy" not in body
     assert body.count('class="bb-trend-bar ') == 30
     assert 'class="bb-trend-bar bb-trend-bar--bad"' in body
     assert "bb-trend-line--median" in body and "bb-trend-line--p95" in body
@@ -109,19 +118,45 @@ def test_job_page_draws_trend_and_grid(reader: Client, db: None) -> None:
     assert 'href="/steps/' in grid
 
 
-def test_job_page_statements_do_not_grow_with_history(reader: Client, db: None) -> None:
-    url = reverse("batchboard:job", args=["nightly"])
+@pytest.mark.parametrize("fragment", [False, True])
+def test_job_page_statements_do_not_grow_with_history(
+    reader: Client, db: None, fragment: bool
+) -> None:
+    """The page and its history fragment each read a fixed number of statements."""
+    if fragment:
+        url, headers = reverse("batchboard:job_history", args=["nightly"]), HTMX
+    else:
+        url, headers = reverse("batchboard:job", args=["nightly"]), {}
     _history("nightly", 3, 1)
-    reader.get(url)
+    reader.get(url, **headers)
     with CaptureQueriesContext(connection) as small:
-        reader.get(url)
+        reader.get(url, **headers)
     _history("nightly", 40, 4)
     with CaptureQueriesContext(connection) as large:
-        reader.get(url + "?size=500")
+        reader.get(url + "?size=500", **headers)
     assert len(small) == len(large)
     for query in large.captured_queries:
         assert "OFFSET" not in query["sql"].upper()
         assert "COUNT(" not in query["sql"].upper()
+
+
+def test_job_history_answers_a_plain_request_with_the_page_and_knows_no_stranger(
+    reader: Client, db: None
+) -> None:
+    _history("a/b", 2, 1)
+    history_url = reverse("batchboard:job_history", args=["a/b"])
+    response = reader.get(history_url)
+    assert response.status_code == 302
+    assert response["Location"] == "/jobs/a%2Fb/"
+    assert reader.get(history_url, **HTMX).status_code == 200
+    missing = reverse("batchboard:job_history", args=["no-such-job"])
+    assert reader.get(missing, **HTMX).status_code == 404
+    # A job defined but never run has an honest empty history.
+    factories.definition("idle")
+    body = reader.get(
+        reverse("batchboard:job_history", args=["idle"]), **HTMX
+    ).content.decode()
+    assert "No executions yet" in body
 
 
 @pytest.mark.parametrize("values", [False, True])

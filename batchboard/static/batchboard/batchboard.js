@@ -99,3 +99,18 @@ document.addEventListener("keydown", (event) => {
     }
   }
 });
+
+// A region loaded after its page (the overview's attention panel) says so
+// when its request fails, instead of promising forever that it is loading.
+function regionFailed(event) {
+  const region = event.detail.elt;
+  const message = region instanceof Element && region.getAttribute("data-bb-failed");
+  const pending = message && region.querySelector("[data-bb-pending]");
+  if (pending) {
+    pending.textContent = message;
+    pending.classList.add("bb-attention-text");
+    region.removeAttribute("aria-busy");
+  }
+}
+document.addEventListener("htmx:responseError", regionFailed);
+document.addEventListener("htmx:sendError", regionFailed);

@@ -38,6 +38,7 @@ from batchboard.actions import retention
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
+from batchboard.explorer import queries
 from batchboard.models import JobExecution
 
 PAGE_SIZE = 50
@@ -278,6 +279,7 @@ class Command(BenchmarkCommand):
             "execution": execution_id,
             "instance": instance_id,
             "step": step_id,
+            "job_names": len(jobs),
         }
 
     def _unresolved_key(self, alias: str) -> cursors.Key | None:
@@ -306,9 +308,14 @@ class Command(BenchmarkCommand):
             first: str,
             deep: str | None = None,
             view: Callable[[HttpRequest], HttpResponse] | None = None,
+            fragment: bool = False,
         ) -> Measured:
-            deep_timer = Timer(deep, user, view) if deep is not None else None
-            return Measured(name, Timer(first, user, view), deep_timer)
+            deep_timer = None
+            if deep is not None:
+                deep_timer = Timer(deep, user, view, fragment=fragment)
+            return Measured(
+                name, Timer(first, user, view, fragment=fragment), deep_timer
+            )
 
         def deep_recent(status: str, job: str, newest: int) -> str:
             # A job filter pages by (instance, attempt); the others by id.
@@ -335,8 +342,22 @@ class Command(BenchmarkCommand):
             _strict_keyset_view,
         )
         results = [floor, strict]
+        # The overview at the page size operators get (OVERVIEW_PAGE_SIZE
+        # jobs, each with its strip), and its next page.
+        overview_url = reverse("batchboard:index")
+        names = queries.job_names(vocabulary.OVERVIEW_PAGE_SIZE)
+        overview_deep = None
+        if names.next_cursor:
+            overview_deep = f"{overview_url}?cursor={names.next_cursor}"
+        shown = f"{vocabulary.OVERVIEW_PAGE_SIZE} of {facts['job_names']} jobs"
+        results.append(page(f"overview ({shown})", overview_url, overview_deep))
+        # Loaded by the overview as soon as it is shown, and polled.
         results.append(
-            page("overview (job names)", f"{reverse('batchboard:index')}?{size}")
+            page(
+                "overview's attention panel (fragment)",
+                reverse("batchboard:attention"),
+                fragment=True,
+            )
         )
         executions_url = reverse("batchboard:executions")
         filters = [("executions", "", "", 0)]
@@ -370,6 +391,14 @@ class Command(BenchmarkCommand):
                 f"job {facts['busy']} (instances)",
                 busy_url,
                 f"{busy_url}&cursor={busy_deep}",
+            )
+        )
+        # Loaded by the job page as soon as it is shown.
+        results.append(
+            page(
+                f"job {facts['busy']} history (fragment)",
+                reverse("batchboard:job_history", args=[facts["busy"]]),
+                fragment=True,
             )
         )
         # The rare job's instance nearest to "depth" executions back: its
