@@ -86,12 +86,16 @@ def read_share(
 
 
 def describe_lag(lags: Sequence[float]) -> str:
-    """Return ``max …, median … over N samples``, or that nothing was sampled."""
+    """
+    Return ``max …, median … over N samples (M above zero)``, or that
+    nothing was sampled.
+    """
     if not lags:
         return "not sampled"
+    behind = sum(1 for lag in lags if lag > 0)
     return (
         f"max {max(lags):.2f} s, median {statistics.median(lags):.2f} s "
-        f"over {len(lags)} samples"
+        f"over {len(lags)} samples ({behind} above zero)"
     )
 
 
