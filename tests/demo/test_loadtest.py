@@ -12,6 +12,7 @@ from django.db import connections
 
 from batchboard import conf
 from batchboard.demo.loadtest import MIX_SCRIPT, Page, percentile, read_samples
+from batchboard.demo.replication import describe_lag, read_share
 
 
 def test_nearest_rank_percentiles() -> None:
@@ -73,3 +74,25 @@ def test_the_load_test_needs_postgresql() -> None:
 def test_the_load_test_is_bounded(option: str, value: str) -> None:
     with pytest.raises(CommandError, match=option):
         call_command("batchboard_loadtest", option, value)
+
+
+def test_the_read_share_is_each_servers_scans_over_the_run() -> None:
+    share = read_share(
+        "default",
+        {"default": 10, "batchboard_read_1": 100},
+        {"default": 12, "batchboard_read_1": 298},
+    )
+    assert share is not None
+    assert share.scans == {"default": 2, "batchboard_read_1": 198}
+    assert share.total == 200
+    assert share.percent("default") == 1.0
+    # A server that did not answer either sample leaves no share to tell.
+    assert read_share("default", {"default": None}, {"default": 3}) is None
+    assert read_share("default", {"default": 1}, {}) is None
+
+
+def test_the_lag_is_told_as_max_median_and_samples_behind() -> None:
+    assert describe_lag([0.0, 0.0, 0.05]) == (
+        "max 0.05 s, median 0.00 s over 3 samples (1 above zero)"
+    )
+    assert describe_lag([]) == "not sampled"

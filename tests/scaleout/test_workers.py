@@ -1,11 +1,13 @@
 """
 Many workers, many hosts: sessions and read-your-writes are not process-local;
-psycopg's pool as the alternative to PgBouncer; the replica benchmark.
+psycopg's pool as the alternative to PgBouncer; the replica benchmark and the
+load test's report of where the reads went.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,3 +83,34 @@ def test_the_replica_benchmark_prints_its_figures(
     assert share is not None, output
     assert float(share.group(1)) < 5.0, output
     assert re.search(r"statuses\s+200: \d+$", output, flags=re.M), output
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="needs wrk")
+def test_the_load_test_reports_where_the_reads_went_and_the_lag(
+    cluster: Cluster, scale_env: dict[str, str]
+) -> None:
+    """
+    Under gunicorn and wrk, with the site reading from the standby and
+    nobody writing, the standby's scans of the ob_* tables outnumber the
+    primary's, and the lag is sampled while wrk runs.
+    """
+    result = run_manage(
+        "batchboard_loadtest",
+        *("--executions", "1", "--job-names", "1", "--unresolved", "0"),
+        *("--requests", "300", "--seconds", "5"),
+        *("--workers", "1", "--concurrency", "2", "--no-simulator"),
+        env={**scale_env, "BATCHBOARD_DEMO": "1"},
+    )
+    output = result.stdout
+    assert re.search(r"all pages\s+[\d,]+", output), output
+    total = re.search(r"Metadata reads: ([\d,]+) scans of the ob_\* tables", output)
+    primary = re.search(r"primary \S+: ([\d,]+) \(([\d.]+) %\)", output)
+    replica = re.search(r"replica batchboard_read_1: ([\d,]+) \(([\d.]+) %\)", output)
+    assert total and primary and replica, output
+    scans = [int(found.group(1).replace(",", "")) for found in (primary, replica)]
+    assert sum(scans) == int(total.group(1).replace(",", "")), output
+    assert scans[1] > scans[0], output
+    lag = re.search(
+        r"batchboard_read_1: max [\d.]+ s, median [\d.]+ s over (\d+) samples", output
+    )
+    assert lag is not None and int(lag.group(1)) > 0, output

@@ -33,11 +33,9 @@ from django.db import DatabaseError, connections
 from django.test import Client
 from django.urls import reverse
 
-from batchboard import conf, replicas
+from batchboard import conf
 from batchboard.demo.commands import check_bounds
-
-#: Seconds between two samples of the replica's lag.
-LAG_SAMPLE_SECONDS = 0.5
+from batchboard.demo.replication import LagSampler, describe_lag
 
 
 class _Tally:
@@ -136,7 +134,6 @@ class Command(BaseCommand):
         pages = self._pages(primary)
         before = {alias: _transactions(alias) for alias in (primary, *readers)}
         tally = _Tally()
-        lags: list[float] = []
         stop = threading.Event()
         workers = [
             threading.Thread(
@@ -145,17 +142,16 @@ class Command(BaseCommand):
             )
             for number in range(threads)
         ]
-        sampler = threading.Thread(
-            target=self._sample_lag, args=(readers[0], lags, stop)
-        )
         started = time.monotonic()
-        for worker in (*workers, sampler):
-            worker.start()
-        time.sleep(seconds)
-        stop.set()
-        for worker in (*workers, sampler):
-            worker.join(120)
+        with LagSampler(readers[:1]) as sampler:
+            for worker in workers:
+                worker.start()
+            time.sleep(seconds)
+            stop.set()
+            for worker in workers:
+                worker.join(120)
         elapsed = time.monotonic() - started
+        lags = sampler.lags[readers[0]]
         time.sleep(1)  # pg_stat_database counts what backends flushed
         after = {alias: _transactions(alias) for alias in before}
         self._report(threads, elapsed, tally, lags, before, after, primary, readers)
@@ -217,20 +213,6 @@ class Command(BaseCommand):
         finally:
             connections.close_all()
 
-    def _sample_lag(self, alias: str, lags: list[float], stop: threading.Event) -> None:
-        try:
-            while not stop.wait(LAG_SAMPLE_SECONDS):
-                try:
-                    with connections[alias].cursor() as cursor:
-                        cursor.execute(f"SELECT {replicas.LAG_SQL}")
-                        row = cursor.fetchone()
-                except DatabaseError:
-                    continue
-                if row is not None:
-                    lags.append(float(row[0]))
-        finally:
-            connections.close_all()
-
     def _report(
         self,
         threads: int,
@@ -269,10 +251,4 @@ class Command(BaseCommand):
                 write(
                     f"  transactions       {alias}: {end - start:,} (pg_stat_database)"
                 )
-        if lags:
-            write(
-                f"  replica lag        max {max(lags):.2f} s, mean "
-                f"{statistics.fmean(lags):.2f} s over {len(lags)} samples"
-            )
-        else:
-            write("  replica lag        not sampled")
+        write(f"  replica lag        {describe_lag(lags)}")

@@ -10,6 +10,12 @@ then runs ``wrk`` with the operators' page mix, bounded by ``--requests``
 and ``--seconds``. It prints the mix's requests per second and, per page,
 p50, p95 and p99 and the errors. Every process it started is stopped before
 it returns.
+
+When the site reads from replicas (``BATCHBOARD_READ_DATABASE_URL``), it
+also prints where the metadata reads went, the scans each server started on
+the ``ob_*`` tables over the run (``pg_stat_user_tables``, sampled before
+the run and after the server stopped), and each replica's lag, sampled
+every half second while wrk runs (:mod:`batchboard.demo.replication`).
 """
 
 from __future__ import annotations
@@ -39,13 +45,24 @@ from django.test.utils import override_settings
 from batchboard import conf, cursors
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
-from batchboard.demo.loadtest import MIX_SCRIPT, Page, read_samples
+from batchboard.demo.loadtest import MIX_SCRIPT, Page, Report, read_samples
 from batchboard.demo.measure import BenchmarkCommand
+from batchboard.demo.replication import (
+    LAG_SAMPLE_SECONDS,
+    LagSampler,
+    ReadShare,
+    describe_lag,
+    read_share,
+    table_scans,
+)
 from batchboard.digests import JobParameter
 from batchboard.repository import JobRepository
 
 LOAD_USER = "loadtest"
 PAGE_SIZE = 50
+#: At most this long, the servers' scan counts are read until they settle
+#: once the site has stopped (its sessions flush their counts as they end).
+SETTLE_SECONDS = 10.0
 
 
 def _free_port() -> int:
@@ -300,7 +317,9 @@ class Command(BenchmarkCommand):
     def _run(
         self, scratch: Path, wrk: str, mix: list[Page], options: dict[str, Any]
     ) -> None:
-        require_demo("batchboard_loadtest", self.postgresql_alias())
+        primary = self.postgresql_alias()
+        require_demo("batchboard_loadtest", primary)
+        readers = conf.read_aliases()
         port = _free_port()
         secret = secrets.token_urlsafe(50)
         env = self._server_env(scratch, port, options["workers"], secret)
@@ -311,6 +330,9 @@ class Command(BenchmarkCommand):
             check=True,
         )
         cookie = self._session_cookie(secret)
+        # This process's own reads of the history end here: its sessions
+        # close, so the servers count them before the run's first sample.
+        connections.close_all()
         gunicorn = str(Path(sys.executable).with_name("gunicorn"))
         started: list[subprocess.Popen[bytes]] = []
         try:
@@ -322,6 +344,7 @@ class Command(BenchmarkCommand):
             )
             started.append(server)
             self._wait_ready(f"http://127.0.0.1:{port}/readyz", server)
+            before = {alias: table_scans(alias) for alias in (primary, *readers)}
             if not options["no_simulator"]:
                 started.append(
                     subprocess.Popen(
@@ -345,34 +368,8 @@ class Command(BenchmarkCommand):
                 f"or {options['seconds']} s, gunicorn {options['workers']} workers, "
                 f"simulator {'off' if options['no_simulator'] else 'on'}."
             )
-            ran = subprocess.run(
-                [
-                    wrk,
-                    "-t",
-                    str(threads),
-                    "-c",
-                    str(threads),
-                    "-d",
-                    f"{options['seconds']}s",
-                    "--timeout",
-                    "10s",
-                    "-s",
-                    str(MIX_SCRIPT),
-                    f"http://127.0.0.1:{port}",
-                ],
-                env={
-                    **os.environ,
-                    "BB_MIX_FILE": str(mix_file),
-                    "BB_SAMPLES_FILE": str(samples),
-                    "BB_COOKIE": cookie,
-                    "BB_THREADS": str(threads),
-                    "BB_MAX_REQUESTS": str(options["requests"]),
-                },
-                check=True,
-                capture_output=True,
-                text=True,
-                timeout=options["seconds"] + 60,
-            )
+            with LagSampler(readers) as sampler:
+                ran = self._wrk(wrk, port, mix_file, samples, cookie, options)
             told = [
                 line.strip()
                 for line in ran.stdout.splitlines()
@@ -392,6 +389,94 @@ class Command(BenchmarkCommand):
                     process.kill()
                     process.wait()
         self._print(report)
+        if readers:
+            after = self._settled_scans(before)
+            self._print_replication(read_share(primary, before, after), sampler.lags)
+
+    def _wrk(
+        self,
+        wrk: str,
+        port: int,
+        mix_file: Path,
+        samples: Path,
+        cookie: str,
+        options: dict[str, Any],
+    ) -> subprocess.CompletedProcess[str]:
+        """Run wrk with the page mix; return what it printed."""
+        threads = options["concurrency"]
+        return subprocess.run(
+            [
+                wrk,
+                "-t",
+                str(threads),
+                "-c",
+                str(threads),
+                "-d",
+                f"{options['seconds']}s",
+                "--timeout",
+                "10s",
+                "-s",
+                str(MIX_SCRIPT),
+                f"http://127.0.0.1:{port}",
+            ],
+            env={
+                **os.environ,
+                "BB_MIX_FILE": str(mix_file),
+                "BB_SAMPLES_FILE": str(samples),
+                "BB_COOKIE": cookie,
+                "BB_THREADS": str(threads),
+                "BB_MAX_REQUESTS": str(options["requests"]),
+            },
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=options["seconds"] + 60,
+        )
+
+    def _settled_scans(self, before: dict[str, int | None]) -> dict[str, int | None]:
+        """
+        Return each server's ``ob_*`` scans once the counts stop moving.
+
+        A session's counts reach the server's statistics when it ends, which
+        follows the site's stop by a moment; so read them until two reads
+        half a second apart agree, for at most :data:`SETTLE_SECONDS`.
+        """
+        deadline = time.monotonic() + SETTLE_SECONDS
+        last = {alias: table_scans(alias) for alias in before}
+        while time.monotonic() < deadline:
+            time.sleep(LAG_SAMPLE_SECONDS)
+            now = {alias: table_scans(alias) for alias in before}
+            if now == last:
+                break
+            last = now
+        return last
+
+    def _print_replication(
+        self, share: ReadShare | None, lags: dict[str, list[float]]
+    ) -> None:
+        write = self.stdout.write
+        if share is None:
+            write("\nMetadata reads: a server did not answer its scan count.")
+        else:
+            write(
+                f"\nMetadata reads: {share.total:,} scans of the ob_* tables "
+                "(sequential and index scans started, pg_stat_user_tables, from "
+                "just before the run until the site stopped)."
+            )
+            for alias, scans in share.scans.items():
+                role = "primary" if alias == share.primary else "replica"
+                write(f"  {role} {alias}: {scans:,} ({share.percent(alias):.2f} %)")
+            write(
+                "  With nobody writing, each of the primary's is a page's read "
+                "(the admin's pages read the primary by design); with the "
+                "simulator on, its writes' own scans count there too."
+            )
+        write(
+            f"Replica lag ({LAG_SAMPLE_SECONDS:g} s samples of "
+            "batchboard.replicas.LAG_SQL while wrk ran):"
+        )
+        for alias, sampled in lags.items():
+            write(f"  {alias}: {describe_lag(sampled)}")
 
     def _wait_ready(self, url: str, server: subprocess.Popen[bytes]) -> None:
         deadline = time.monotonic() + 60
@@ -408,7 +493,7 @@ class Command(BenchmarkCommand):
                 time.sleep(0.3)
         raise CommandError("gunicorn did not become ready within 60 s.")
 
-    def _print(self, report: Any) -> None:
+    def _print(self, report: Report) -> None:
         header = f"{'page':<22} {'requests':>9} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}"
         statuses = ", ".join(
             f"{status}: {count:,}" for status, count in sorted(report.statuses.items())
