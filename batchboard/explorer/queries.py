@@ -153,11 +153,17 @@ class ParameterKinds(Func):
 
 
 def _older_than(age_seconds: int) -> RawSQL:
-    """Return ``now - age`` in database server time, whole seconds."""
+    """
+    Return ``now - age`` in database server time, whole seconds.
+
+    The age is the statement's parameter as given (SQLite spells the
+    modifier itself), so a kept statement binds it (:mod:`.pagination`).
+    """
     if connections[_using()].vendor == "postgresql":
         return RawSQL("CURRENT_TIMESTAMP - make_interval(secs => %s)", (age_seconds,))
     return RawSQL(
-        "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)", (f"-{age_seconds} seconds",)
+        "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', printf('-%%d seconds', %s))",
+        (age_seconds,),
     )
 
 

@@ -59,7 +59,6 @@ def test_a_statement_binds_arguments_in_their_slots() -> None:
     assert statement.parameters(["x", "y"]) == ["y", 7, "x"]
 
 
-@pytest.mark.postgresql
 @pytest.mark.django_db
 def test_a_shape_whose_stand_ins_do_not_come_back_is_not_kept(
     monkeypatch: pytest.MonkeyPatch,
@@ -75,7 +74,6 @@ def test_a_shape_whose_stand_ins_do_not_come_back_is_not_kept(
     assert pagination.STATEMENTS[(alias, "probe")] is None
 
 
-@pytest.mark.postgresql
 def test_kept_statements_name_their_columns_once(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
