@@ -137,8 +137,8 @@ class Statement:
 
     ``names`` are the rows' keys, as the ORM's values query names them.
     ``query`` and ``columns`` (its selected expressions) are kept where the
-    rows go through the ORM's converters, ``None`` where the driver's values
-    are the ORM's.
+    rows go through the ORM's converters; ``query`` is ``None`` where the
+    driver's values are the ORM's (PostgreSQL).
     """
 
     sql: str
@@ -162,14 +162,14 @@ class Statement:
             cursor.execute(self.sql, self.parameters(args))
             fetched: Iterable[Sequence[Any]] = cursor.fetchall()
         if self.query is not None:
-            compiler, converters = self._converters(connection)
+            compiler, converters = self._converters(self.query, connection)
             if converters:
                 fetched = compiler.apply_converters(fetched, converters)
         names = self.names
         return [dict(zip(names, row, strict=False)) for row in fetched]
 
     def _converters(
-        self, connection: BaseDatabaseWrapper
+        self, query: Query, connection: BaseDatabaseWrapper
     ) -> tuple[SQLCompiler, dict[int, Any]]:
         """
         Return a compiler of the query on ``connection`` and its converters.
@@ -180,8 +180,7 @@ class Statement:
         """
         kept = getattr(self.converters, "kept", None)
         if kept is None or kept[0].connection is not connection:
-            assert self.query is not None
-            compiler = self.query.get_compiler(connection=connection)
+            compiler = query.get_compiler(connection=connection)
             kept = self.converters.kept = (
                 compiler,
                 compiler.get_converters(self.columns),
