@@ -11,12 +11,16 @@ only knows whether a next page may exist: there is no OFFSET and no COUNT.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from threading import local
 from typing import Any
 
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import QuerySet
+from django.db.models.sql import Query
+from django.db.models.sql.compiler import SQLCompiler
 
 from batchboard import cursors
 from batchboard.cursors import Key, QuerySpec
@@ -116,11 +120,14 @@ def assemble(
 
 # -- statements compiled once ----------------------------------------------------
 
-# Compiling a page's ORM query costs more than running it. On PostgreSQL
-# each shape of query is compiled once, with stand-in values, and later
-# reads run the kept text with their own values bound in the stand-ins'
-# places. A shape whose stand-ins do not come back as parameters one for
-# one is kept as None and always goes through the ORM.
+# Compiling a page's ORM query costs more than running it. Each shape of
+# query is compiled once, with stand-in values, and later reads run the kept
+# text with their own values bound in the stand-ins' places. A shape whose
+# stand-ins do not come back as parameters one for one is kept as None and
+# always goes through the ORM. On SQLite, which hands back text (timestamps)
+# and integers (booleans) where the ORM gives Python values, the rows go
+# through the ORM's own converters for the compiled columns, so they are the
+# ORM's rows; psycopg converts every value itself.
 
 
 @dataclass
@@ -128,21 +135,57 @@ class Statement:
     """
     Compiled SQL and, per parameter, the argument it takes (or a constant).
 
-    ``names`` are the rows' keys, read from the first run's cursor: Django
-    (5.2 on) selects a values query's columns in the order and under the
-    aliases ``values()`` names them.
+    ``names`` are the rows' keys, as the ORM's values query names them.
+    ``query`` and ``columns`` (its selected expressions) are kept where the
+    rows go through the ORM's converters; ``query`` is ``None`` where the
+    driver's values are the ORM's (PostgreSQL).
     """
 
     sql: str
     slots: tuple[int | None, ...]
     constants: tuple[Any, ...]
-    names: tuple[str, ...] | None = None
+    names: tuple[str, ...] = ()
+    query: Query | None = None
+    columns: tuple[Any, ...] = ()
+    #: This thread's compiler of ``query`` and the columns' converters.
+    converters: local = field(default_factory=local, compare=False, repr=False)
 
     def parameters(self, args: Sequence[Any]) -> list[Any]:
         return [
             constant if slot is None else args[slot]
             for slot, constant in zip(self.slots, self.constants, strict=True)
         ]
+
+    def rows(self, connection: BaseDatabaseWrapper, args: Sequence[Any]) -> list[Row]:
+        """Run the statement with ``args``; return its rows as the ORM would."""
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, self.parameters(args))
+            fetched: Iterable[Sequence[Any]] = cursor.fetchall()
+        if self.query is not None:
+            compiler, converters = self._converters(self.query, connection)
+            if converters:
+                fetched = compiler.apply_converters(fetched, converters)
+        names = self.names
+        return [dict(zip(names, row, strict=False)) for row in fetched]
+
+    def _converters(
+        self, query: Query, connection: BaseDatabaseWrapper
+    ) -> tuple[SQLCompiler, dict[int, Any]]:
+        """
+        Return a compiler of the query on ``connection`` and its converters.
+
+        Both are bound to the connection (the converters are its backend's
+        operations) and a connection to its thread: they are kept per thread,
+        found again while the thread's connection is the same object.
+        """
+        kept = getattr(self.converters, "kept", None)
+        if kept is None or kept[0].connection is not connection:
+            compiler = query.get_compiler(connection=connection)
+            kept = self.converters.kept = (
+                compiler,
+                compiler.get_converters(self.columns),
+            )
+        return kept
 
 
 STATEMENTS: dict[tuple[Any, ...], Statement | None] = {}
@@ -162,7 +205,9 @@ def _compile(
     using: str, build: Callable[[Sequence[Any]], QuerySet[Any]], stand_ins: list[Any]
 ) -> Statement | None:
     """Compile ``build`` with stand-ins and find where each argument goes."""
-    sql, params = build(stand_ins).query.get_compiler(using).as_sql()
+    query = build(stand_ins).query
+    compiler = query.get_compiler(using)
+    sql, params = compiler.as_sql()
     slots: list[int | None] = []
     for param in params:
         # Integer lookups may come back wrapped (psycopg's Int4, an int).
@@ -176,7 +221,18 @@ def _compile(
         slots.append(found[0] if found else None)
     if {slot for slot in slots if slot is not None} != set(range(len(stand_ins))):
         return None
-    return Statement(sql, tuple(slots), tuple(params))
+    # The keys ValuesIterable gives the rows, in the selected columns' order.
+    if query.selected:
+        names = tuple(query.selected)
+    else:
+        names = (*query.extra_select, *query.values_select, *query.annotation_select)
+    statement = Statement(sql, tuple(slots), tuple(params), names)
+    if compiler.connection.vendor != "postgresql":
+        statement.query = query
+        statement.columns = tuple(
+            column[0] for column in compiler.select[: compiler.col_count]
+        )
+    return statement
 
 
 def values_rows(
@@ -191,12 +247,8 @@ def values_rows(
     ``shape`` must name everything that changes the statement's text apart
     from ``args`` (which filters apply, the page size); ``args`` are ints
     and strings bound as parameters. The query's ``values()`` names are the
-    rows' keys, as the ORM gives them. SQLite, whose values need the ORM's
-    converters, always goes through the ORM.
+    rows' keys, and its values are the ORM's, as the ORM gives them.
     """
-    connection = connections[using]
-    if connection.vendor != "postgresql":
-        return list(build(args))
     key = (using, *shape)
     if key not in STATEMENTS:
         stand_ins = [_stand_in(index, value) for index, value in enumerate(args)]
@@ -204,11 +256,4 @@ def values_rows(
     statement = STATEMENTS[key]
     if statement is None:
         return list(build(args))
-    with connection.cursor() as cursor:
-        cursor.execute(statement.sql, statement.parameters(args))
-        names = statement.names
-        if names is None:
-            names = statement.names = tuple(
-                column.name for column in cursor.description or ()
-            )
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return statement.rows(connections[using], args)

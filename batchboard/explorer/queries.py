@@ -153,11 +153,17 @@ class ParameterKinds(Func):
 
 
 def _older_than(age_seconds: int) -> RawSQL:
-    """Return ``now - age`` in database server time, whole seconds."""
+    """
+    Return ``now - age`` in database server time, whole seconds.
+
+    The age is the statement's parameter as given (SQLite spells the
+    modifier itself), so a kept statement binds it (:mod:`.pagination`).
+    """
     if connections[_using()].vendor == "postgresql":
         return RawSQL("CURRENT_TIMESTAMP - make_interval(secs => %s)", (age_seconds,))
     return RawSQL(
-        "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', %s)", (f"-{age_seconds} seconds",)
+        "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', printf('-%%d seconds', %s))",
+        (age_seconds,),
     )
 
 
@@ -380,6 +386,33 @@ def _joined_instance_bound(
     ).filter(bb_instance_id__lte=instance_id, job_instance_id__lte=instance_id)
 
 
+def _merged(
+    queryset: QuerySet[Any], branches: Sequence[Q], order: Sequence[str], limit: int
+) -> QuerySet[Any]:
+    """
+    Return the rows of ``queryset`` among each branch's first ``limit`` (SQLite).
+
+    Each branch walks its own index range in the list's order under all of
+    the page's conditions and stops at ``limit`` rows, so the page's rows
+    are among the few ids the walks return: a statement bounded by
+    ``len(branches) * limit`` rows however many match, where one range over
+    every branch at once must read them all and sort them. The ids are an
+    ``IN`` list on the primary key, which SQLite visits in id order: a list
+    by id needs no sort either. Rows, cursor and ceiling are unchanged.
+    """
+    walks: list[str] = []
+    params: list[Any] = []
+    for condition in branches:
+        walk = queryset.filter(condition).order_by(*order).values("id")[:limit]
+        sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
+        # SQLite takes LIMIT in a compound's member only inside a subquery.
+        walks.append(f"SELECT * FROM ({sql})")
+        params.extend(walk_params)
+    ids = RawSQL(" UNION ALL ".join(walks), params)
+    merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
+    return merged.filter(id__in=ids)
+
+
 # -- the keyset builder ---------------------------------------------------------------
 
 
@@ -421,7 +454,9 @@ class Listing:
     ``project`` annotates the computed ones, ``prepare`` finishes a row read
     and ``estimate`` sizes it for the response bound. The identity ceiling
     is the model's ``max(id)``, or under ``scoped_ceiling`` that of the
-    filtered rows.
+    filtered rows. On SQLite a list with ``branches`` (conditions that
+    split its rows, each with an index in the list's order) is read as one
+    limited walk per branch, merged (:func:`_merged`).
     """
 
     name: str
@@ -440,6 +475,7 @@ class Listing:
     continued: Callable[[QuerySet[Any], Sequence[Any]], QuerySet[Any]] | None = None
     prefilter: Callable[[QuerySet[Any]], QuerySet[Any]] = _unchanged
     sort: Callable[[], tuple[Any, ...]] | None = None
+    branches: tuple[Q, ...] = ()
 
     def after(self, position: Sequence[Any]) -> Q:
         """Return the rows strictly after ``position`` in this list's order."""
@@ -494,15 +530,19 @@ class Listing:
                 queryset = queryset.filter(self.after(at))
                 if self.continued is not None:
                     queryset = self.continued(queryset, at)
+            ceiling: dict[str, Any] = {}
             if window.ceiling is None:
                 source = self.model._default_manager.all()
                 if self.scoped_ceiling:
                     source = source.filter(**scope)
-                queryset = queryset.annotate(**{CEILING: _max_id(source)}).filter(
-                    id__lte=F(CEILING)
-                )
+                ceiling[CEILING] = _max_id(source)
+                queryset = queryset.annotate(**ceiling).filter(id__lte=F(CEILING))
             else:
                 queryset = queryset.filter(id__lte=next(given))
+            if self.branches and connections[_using()].vendor == "sqlite":
+                queryset = _merged(queryset, self.branches, self.order, page_size)
+                # The page's own ceiling, beside the rows it bounded.
+                queryset = queryset.annotate(**ceiling)
             order = self.sort() if self.sort is not None else self.order
             rows = self.project(queryset).order_by(*order).values(*fields)
             if self.distinct:
@@ -627,6 +667,9 @@ UNRESOLVED_EXECUTIONS = Listing(
     position=lambda key: (cursors.unresolved_key(key),),
     project=_execution_values,
     estimate=_execution_estimate,
+    # Each status's rows by id off the embedded (status, id) index: a page
+    # reads at most 4 x its size, never every unresolved row.
+    branches=tuple(Q(status=status) for status in UNRESOLVED),
 )
 
 STEPS = Listing(

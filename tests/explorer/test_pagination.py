@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
+from django.db import connections
 
 from batchboard import conf, cursors
 from batchboard.explorer import pagination, queries
@@ -59,7 +61,6 @@ def test_a_statement_binds_arguments_in_their_slots() -> None:
     assert statement.parameters(["x", "y"]) == ["y", 7, "x"]
 
 
-@pytest.mark.postgresql
 @pytest.mark.django_db
 def test_a_shape_whose_stand_ins_do_not_come_back_is_not_kept(
     monkeypatch: pytest.MonkeyPatch,
@@ -75,7 +76,6 @@ def test_a_shape_whose_stand_ins_do_not_come_back_is_not_kept(
     assert pagination.STATEMENTS[(alias, "probe")] is None
 
 
-@pytest.mark.postgresql
 def test_kept_statements_name_their_columns_once(
     history: History, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -86,3 +86,27 @@ def test_kept_statements_name_their_columns_once(
     assert statement is not None and statement.names is not None
     assert list(statement.names) == list(first.rows[0])
     assert again.rows == first.rows
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_statement_reads_through_each_thread_s_connection(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The converters found on one thread's connection are not another's."""
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
+    here = queries.recent_executions("", "", 2).rows
+    there: list[Any] = []
+
+    def read() -> None:
+        try:
+            there.append(queries.recent_executions("", "", 2).rows)
+        finally:
+            connections.close_all()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    reader.join()
+    (statement,) = pagination.STATEMENTS.values()
+    assert statement is not None
+    assert there == [here]
+    assert here

@@ -195,6 +195,44 @@ def test_unresolved(many: dict[str, Any], size: int) -> None:
     assert_exactly_once(seen, expected)
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 50])
+def test_unresolved_of_every_status_interleaved(db: None, size: int) -> None:
+    """
+    Each unresolved status's rows, stale or fresh, interleaved by id.
+
+    A status holds more stale rows than a small page, so a page is cut from
+    several statuses' rows; fresh rows (inside the age) are left out.
+    """
+    factories.definition("job-00")
+    stale = factories.now() - timedelta(hours=2)
+    fresh = factories.now() - timedelta(minutes=1)
+    statuses = ["STARTING", "STARTED", "STOPPING", "UNKNOWN", "COMPLETED"]
+    for index in range(30):
+        status = statuses[index % len(statuses) if index % 7 else 1]
+        updated = fresh if index % 4 == 3 else stale
+        factories.execution(
+            factories.instance("job-00", created_at=stale - timedelta(hours=1)),
+            status,
+            created_at=stale - timedelta(hours=1),
+            updated_at=updated,
+        )
+    expected = list(
+        JobExecution.objects.filter(
+            status__in=("STARTING", "STARTED", "STOPPING", "UNKNOWN"),
+            updated_at__lt=factories.now() - timedelta(seconds=900),
+        )
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    assert len(expected) > 10
+    assert (
+        len({row.status for row in JobExecution.objects.filter(id__in=expected)}) == 4
+    )
+
+    seen = walk(lambda s, t: queries.unresolved(900, s, t), size, "id")
+    assert_exactly_once(seen, expected)
+
+
 @pytest.mark.parametrize("size", [1, 4, 50])
 def test_steps_partitions_flow_and_requests(many: dict[str, Any], size: int) -> None:
     parent = many["parent"]
