@@ -1031,12 +1031,19 @@ def parameter_values_of(instance_ids: Sequence[int]) -> dict[int, dict[str, str]
     """
     if not instance_ids:
         return {}
-    rows = (
-        JobInstance.objects.using(_using())
-        .filter(id__in=list(instance_ids))
-        .values_list("id", "identifying_parameters")
-    )
-    return {int(pk): _display_values(document) for pk, document in rows}
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        return (
+            JobInstance.objects.using(_using())
+            .filter(id__in=list(values))
+            .values("id", "identifying_parameters")
+        )
+
+    ids = [int(pk) for pk in instance_ids]
+    rows = values_rows(_using(), ("parameter_values_of", len(ids)), build, ids)
+    return {
+        int(row["id"]): _display_values(row["identifying_parameters"]) for row in rows
+    }
 
 
 def steps_after(execution_id: int, after_id: int, limit: int) -> list[Row]:

@@ -140,3 +140,19 @@ def test_overview_reads_match_the_orm(
     assert _typed(compiled) == _typed([through_orm] * 2)
     assert compiled[0][0] and compiled[0][1]
     assert _aware(compiled)
+
+
+def test_parameter_values_match_the_orm(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [history.instance.pk, history.instance.pk + 10_000]
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
+    compiled = [queries.parameter_values_of(ids) for _ in range(2)]
+    assert all(pagination.STATEMENTS.values()), "a shape went through the ORM"
+    monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
+    through_orm = queries.parameter_values_of(ids)
+    assert compiled == [through_orm] * 2
+    assert list(through_orm) == [history.instance.pk]
+    assert through_orm[history.instance.pk] == queries.parameter_values(
+        history.instance.pk
+    )
