@@ -1205,16 +1205,20 @@ def job_strips(
     return latest_runs(names, length, newest_only=_STRIP_NEWEST_ONLY)
 
 
-# SQLite: the instances holding an unresolved execution, read off the partial
-# unique index of unresolved executions (job_instance_id only: no execution
-# row is read), then each instance's name. The index is usable only when the
-# statement repeats its condition word for word, so the statuses are written
-# in, in the index's order; they are the schema's constants, not input.
+# SQLite: the unresolved executions' instances, read off the partial unique
+# index of unresolved executions (job_instance_id only: no execution row is
+# read), then each instance's name by its id. CROSS JOIN keeps that order:
+# left to choose, SQLite would probe the (job_name, id) index once per name
+# and unresolved execution (16 ms for 25 names and 400 unresolved). The index
+# is usable only when the statement repeats its condition word for word, so
+# the statuses are written in, in the index's order; they are the schema's
+# constants, not input.
 _RUNNING_SQLITE = (
-    "SELECT i.job_name, count(*) FROM ob_job_instance i WHERE i.id IN ("
-    "SELECT x.job_instance_id FROM ob_job_execution x "
-    "INDEXED BY ob_job_execution_one_unresolved WHERE x.status IN ({unresolved})"
-    ") AND i.job_name IN ({names}) GROUP BY i.job_name LIMIT %s"
+    "SELECT i.job_name, count(*) FROM ob_job_execution x "
+    "INDEXED BY ob_job_execution_one_unresolved "
+    "CROSS JOIN ob_job_instance i ON i.id = x.job_instance_id "
+    "WHERE x.status IN ({unresolved}) AND i.job_name IN ({names}) "
+    "GROUP BY i.job_name LIMIT %s"
 )
 
 
@@ -1222,8 +1226,8 @@ def running_counts(names: Iterable[str]) -> dict[str, int]:
     """
     Return how many unresolved executions each named job has now.
 
-    An instance has at most one unresolved execution (the partial unique
-    index), so counting instances that have one counts the executions.
+    One read of the unresolved executions and their instances' names,
+    whatever the history holds.
     """
     named = list(names)
     if not named:
