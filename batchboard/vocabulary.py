@@ -118,8 +118,8 @@ MAX_STATEMENT_TIMEOUT_MS: Final = 86_400_000
 #: Latest executions shown per job on the overview.
 STRIP_LENGTH: Final = 12
 #: Jobs on an overview page unless the request asks for another size: each
-#: job's row carries a strip of STRIP_LENGTH runs, 300 runs a page.
-OVERVIEW_PAGE_SIZE: Final = 25
+#: job's row carries a strip of STRIP_LENGTH runs, 240 runs a page.
+OVERVIEW_PAGE_SIZE: Final = 20
 #: Recent failures listed on the overview's attention panel.
 ATTENTION_LIMIT: Final = 10
 #: Running executions counted per job on the overview before "1000+".

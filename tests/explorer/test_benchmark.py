@@ -62,7 +62,7 @@ def test_benchmark_seeds_and_prints_every_page(
     for page in (
         "minimal keyset view (floor)",
         "strict floor",
-        "overview (25 of 42 jobs)",
+        "overview (20 of 42 jobs)",
         "overview's attention panel (fragment)",
         "job orders-etl history (fragment)",
         "executions ?status=FAILED",
