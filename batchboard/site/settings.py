@@ -14,6 +14,7 @@ from batchboard.site.database import (
     SiteConfigurationError,
     action_databases,
     databases_from_environment,
+    keep_connections,
     read_databases,
 )
 from batchboard.site.security import CONTENT_SECURITY_POLICY, builtin_csp
@@ -151,6 +152,7 @@ _action_databases, _action_roles = action_databases(
 )
 DATABASES.update(_read_databases)
 DATABASES.update(_action_databases)
+keep_connections(DATABASES, dict(os.environ))
 DATABASE_ROUTERS = ["batchboard.routers.BatchboardRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
