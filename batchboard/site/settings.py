@@ -123,6 +123,10 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = (
     "batchboard.site.security.SiteExceptionReporterFilter"
 )
 
+# Django's ModelBackend, reading a signed-in user's permissions with the
+# user in one statement (batchboard.site.auth).
+AUTHENTICATION_BACKENDS = ["batchboard.site.auth.SiteBackend"]
+
 ROOT_URLCONF = "batchboard.site.urls"
 # A refused form gets batchboard's 403 page, like every other error.
 CSRF_FAILURE_VIEW = "batchboard.site.urls.csrf_failure"

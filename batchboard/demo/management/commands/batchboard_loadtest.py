@@ -273,7 +273,7 @@ class Command(BenchmarkCommand):
         with override_settings(SECRET_KEY=secret):
             session = SessionStore()
             session[SESSION_KEY] = str(user.pk)
-            session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+            session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
             session[HASH_SESSION_KEY] = user.get_session_auth_hash()
             session.save()
         return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
