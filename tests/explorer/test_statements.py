@@ -75,11 +75,16 @@ def test_one_record_matches_the_orm(
         "step": (queries.step, history.step.pk),
         "partition": (queries.partition, partition_id),
     }[name]
+
+    def without_clock(row: Any) -> Any:
+        # An execution's row carries the database's clock, which moves on.
+        assert row is not None
+        return {key: value for key, value in row.items() if key != "read_at"}
+
     monkeypatch.setattr(pagination, "STATEMENTS", {})
-    compiled = [read(pk) for _ in range(2)]
+    compiled = [without_clock(read(pk)) for _ in range(2)]
     monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
-    assert compiled == [read(pk)] * 2
-    assert compiled[0] is not None
+    assert compiled == [without_clock(read(pk))] * 2
     assert read(pk + 10_000) is None
 
 
