@@ -6,8 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
 
-from batchboard.explorer import pagination, queries
+from batchboard.explorer import pagination, queries, relations
 from batchboard.models import StepPartition
 from tests.explorer.conftest import History
 
@@ -113,3 +114,24 @@ def test_overview_reads_match_the_orm(
     through_orm = (queries.running_counts(names), queries.recent_failures())
     assert compiled == [through_orm] * 2
     assert compiled[0][0] and compiled[0][1]
+
+
+def test_attempts_around_match_the_orm(
+    history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attempts either side of a live execution, compiled once."""
+    instance = history.failed.job_instance_id
+    monkeypatch.setattr(pagination, "STATEMENTS", {})
+    compiled = [
+        relations.attempts_around(instance, attempt) for attempt in (1, 2, 1, 2, 3)
+    ]
+    assert len(pagination.STATEMENTS) == 1 or connection.vendor != "postgresql"
+    monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
+    through_orm = [
+        relations.attempts_around(instance, attempt) for attempt in (1, 2, 1, 2, 3)
+    ]
+    assert compiled == through_orm
+    before, after = compiled[0]
+    assert before is None and after is not None
+    assert after["id"] == history.restart.pk
+    assert compiled[1][0] is not None and compiled[1][0]["id"] == history.failed.pk
