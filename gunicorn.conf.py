@@ -15,6 +15,9 @@ wsgi_app = "batchboard.site.wsgi:application"
 bind = os.environ.get("BIND", "127.0.0.1:8000")
 # Django is synchronous: a few processes per core serve many browsers.
 workers = int(os.environ.get("WEB_CONCURRENCY", 2 * multiprocessing.cpu_count() + 1))
+# Threads per worker (gthread workers when above 1): a thread waits on the
+# database while another renders, and browsers keep their connection open.
+threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 # Longer than the 30 s statement timeout, so a slow read ends as the 503
 # page rather than a killed worker.
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))

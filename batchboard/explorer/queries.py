@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Final
 
 from django.conf import settings
@@ -31,6 +32,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import (
     BooleanField,
     Count,
+    DateTimeField,
     ExpressionWrapper,
     F,
     Func,
@@ -164,6 +166,18 @@ def _older_than(age_seconds: int) -> RawSQL:
     return RawSQL(
         "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', printf('-%%d seconds', %s))",
         (age_seconds,),
+    )
+
+
+def _database_now() -> RawSQL:
+    """
+    Return the clock of the database the page reads, as :func:`_older_than`
+    reads it (on PostgreSQL the transaction's start).
+    """
+    if connections[_using()].vendor == "postgresql":
+        return RawSQL("CURRENT_TIMESTAMP", (), output_field=DateTimeField())
+    return RawSQL(
+        "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now')", (), output_field=DateTimeField()
     )
 
 
@@ -819,18 +833,19 @@ def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Pa
     )
 
 
-def inactive_longer_than(execution_id: int, threshold_seconds: int) -> bool:
+def inactive_longer_than(found: Row, threshold_seconds: int) -> bool:
     """
-    Return whether an execution was last updated over ``threshold_seconds`` ago.
+    Return whether execution ``found`` (:func:`execution`'s row) was last
+    updated over ``threshold_seconds`` ago.
 
-    Measured, strictly, against the clock of the database the page reads,
-    as the recovery proposal measures it on the primary; one indexed read.
+    Measured, strictly, against the clock of the database the page reads
+    (its ``read_at``, read with the row), as the recovery proposal measures
+    it on the primary: no statement of its own.
     """
-    return (
-        JobExecution.objects.using(_using())
-        .filter(id=execution_id, updated_at__lt=_older_than(threshold_seconds))
-        .exists()
-    )
+    updated_at = found["updated_at"]
+    if updated_at is None:
+        return False
+    return bool(updated_at < found["read_at"] - timedelta(seconds=threshold_seconds))
 
 
 def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
@@ -881,6 +896,8 @@ def _execution_page_values(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
         manifest_digest=F("definition__manifest_digest"),
         upgrade_from_revision=F("upgrade_from_definition__definition_revision"),
         context_size=StoredSize("context_payload"),
+        # The database's clock, so the page judges staleness in this read.
+        read_at=_database_now(),
     )
 
 
@@ -900,6 +917,7 @@ EXECUTION = Record(
         "context_schema",
         "context_schema_version",
         "context_size",
+        "read_at",
     ),
     project=_execution_page_values,
 )

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connections
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from batchboard import db
-from batchboard.explorer.pagination import Row
+from batchboard.explorer.pagination import Row, values_rows
 from batchboard.models import JobExecution, StepPartition
 
 #: The counters a parent step rolls up from its partitions.
@@ -75,12 +75,25 @@ class Rollup:
 
 
 def attempts_around(instance_id: int, attempt: int) -> tuple[Row | None, Row | None]:
-    """Return the attempts just before and just after ``attempt`` of an instance."""
-    rows = (
-        JobExecution.objects.using(db.read_alias())
-        .filter(job_instance_id=instance_id, attempt__in=[attempt - 1, attempt + 1])
-        .order_by("attempt")
-        .values(*_ATTEMPT_COLUMNS)
+    """
+    Return the attempts just before and just after ``attempt`` of an instance.
+
+    Every poll of a live execution asks: the statement is compiled once
+    (:func:`~batchboard.explorer.pagination.values_rows`).
+    """
+    alias = db.read_alias()
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        attempts: QuerySet[Any] = (
+            JobExecution.objects.using(alias)
+            .filter(job_instance_id=values[0], attempt__in=[values[1], values[2]])
+            .order_by("attempt")
+            .values(*_ATTEMPT_COLUMNS)
+        )
+        return attempts
+
+    rows = values_rows(
+        alias, ("attempts_around",), build, [instance_id, attempt - 1, attempt + 1]
     )
     found = {row["attempt"]: row for row in rows}
     return found.get(attempt - 1), found.get(attempt + 1)

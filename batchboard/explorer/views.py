@@ -426,7 +426,7 @@ AUDIT_LISTS = (
 )
 
 
-def _stale(execution_id: int, status: str) -> bool:
+def _stale(found: Row) -> bool:
     """
     Return whether an unresolved execution waits for recovery, not its owner.
 
@@ -437,6 +437,7 @@ def _stale(execution_id: int, status: str) -> bool:
     itself, with its evidence, is read on the primary by the console when
     an operator opens it.
     """
+    status = found["status"]
     if status not in UNRESOLVED:
         return False
     if status not in ACTIVE:
@@ -445,7 +446,7 @@ def _stale(execution_id: int, status: str) -> bool:
         threshold = actions.stale_threshold_seconds()
     except actions.ActionError:
         return False
-    return queries.inactive_longer_than(execution_id, threshold)
+    return queries.inactive_longer_than(found, threshold)
 
 
 def _may(request: HttpRequest) -> dict[str, bool]:
@@ -504,7 +505,7 @@ def _live_region(
     """
     execution_id = int(found["id"])
     present = Presenter()
-    stale = _stale(execution_id, found["status"])
+    stale = _stale(found)
     present.execution(found, stale=stale)
     before, after = relations.attempts_around(
         int(found["job_instance_id"]), int(found["attempt"])

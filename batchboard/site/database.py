@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, OperationalError, ProgrammingError
 
 from batchboard.schema import SCHEMA_NAME
+from batchboard.vocabulary import WHOLE_NUMBER
 
 
 class SiteConfigurationError(ImproperlyConfigured):
@@ -125,6 +126,45 @@ def _pool_option(options: dict[str, Any], setting: str) -> dict[str, Any]:
             f"{setting} has a pool_min_size larger than its pool_max_size."
         )
     return {"pool": bounds or True}
+
+
+#: Seconds a worker keeps a PostgreSQL connection open between requests.
+DEFAULT_CONN_MAX_AGE = 60
+#: The longest ``CONN_MAX_AGE`` the site accepts (one day).
+MAX_CONN_MAX_AGE = 86_400
+
+
+def keep_connections(databases: dict[str, dict[str, Any]], env: dict[str, str]) -> None:
+    """
+    Let each worker keep its PostgreSQL connections open between requests.
+
+    Opening a connection per request costs more than most pages: the
+    server starts a backend process, and a new backend reads the catalog
+    afresh for every table and index a page touches. ``CONN_MAX_AGE``
+    (seconds, default :data:`DEFAULT_CONN_MAX_AGE`, ``0`` closes after each
+    request as Django does by default) keeps them; Django checks a kept
+    connection once per request before using it (``CONN_HEALTH_CHECKS``),
+    so a restarted server or pooler costs a reconnect, not a failed page.
+    Pages set their statement timeout locally to their transaction, so
+    nothing of one request outlives it on the connection. A URL with
+    ``?pool=1`` keeps its connections in psycopg's pool instead (Django
+    refuses both at once), and SQLite files are opened per request: opening
+    one is cheap, and ``runserver`` serves each request on a new thread.
+    """
+    raw = env.get("CONN_MAX_AGE", "").strip()
+    if raw and not (WHOLE_NUMBER.fullmatch(raw) and int(raw) <= MAX_CONN_MAX_AGE):
+        raise SiteConfigurationError(
+            f"CONN_MAX_AGE is {raw!r}; use a whole number of seconds from 0 to "
+            f"{MAX_CONN_MAX_AGE} (0 closes each connection after its request)."
+        )
+    seconds = int(raw) if raw else DEFAULT_CONN_MAX_AGE
+    for entry in databases.values():
+        if entry["ENGINE"] != "django.db.backends.postgresql":
+            continue
+        if entry["OPTIONS"].get("pool"):
+            continue
+        entry["CONN_MAX_AGE"] = seconds
+        entry["CONN_HEALTH_CHECKS"] = seconds > 0
 
 
 def read_databases(

@@ -14,6 +14,7 @@ from batchboard.site.database import (
     SiteConfigurationError,
     action_databases,
     databases_from_environment,
+    keep_connections,
     read_databases,
 )
 from batchboard.site.security import CONTENT_SECURITY_POLICY, builtin_csp
@@ -122,6 +123,10 @@ DEFAULT_EXCEPTION_REPORTER_FILTER = (
     "batchboard.site.security.SiteExceptionReporterFilter"
 )
 
+# Django's ModelBackend, reading a signed-in user's permissions with the
+# user in one statement (batchboard.site.auth).
+AUTHENTICATION_BACKENDS = ["batchboard.site.auth.SiteBackend"]
+
 ROOT_URLCONF = "batchboard.site.urls"
 # A refused form gets batchboard's 403 page, like every other error.
 CSRF_FAILURE_VIEW = "batchboard.site.urls.csrf_failure"
@@ -151,6 +156,7 @@ _action_databases, _action_roles = action_databases(
 )
 DATABASES.update(_read_databases)
 DATABASES.update(_action_databases)
+keep_connections(DATABASES, dict(os.environ))
 DATABASE_ROUTERS = ["batchboard.routers.BatchboardRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -230,6 +230,21 @@ def test_recovery_proposal_only_for_executions_that_qualify(reader: Client) -> N
     assert 'hx-trigger="every' in body
 
 
+def test_staleness_costs_no_statement_of_its_own(reader: Client) -> None:
+    """A running execution's live region reads as much as a finished one's."""
+    factories.definition("batch")
+    running = factories.execution(factories.instance("batch"), "STARTED")
+    done = factories.execution(factories.instance("batch"), "COMPLETED")
+    counts = []
+    for execution in (running, done):
+        url = reverse("batchboard:execution_live", args=[execution.pk])
+        reader.get(url, **HTMX)
+        with CaptureQueriesContext(connection) as captured:
+            assert reader.get(url, **HTMX).status_code == 200
+        counts.append(len(captured))
+    assert counts[0] == counts[1]
+
+
 def test_actions_offered_only_where_they_change_something(db: None) -> None:
     client = _admin()
     factories.definition("batch")

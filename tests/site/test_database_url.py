@@ -9,6 +9,7 @@ import pytest
 from batchboard.site.database import (
     SiteConfigurationError,
     databases_from_environment,
+    keep_connections,
     parse_database_url,
 )
 
@@ -72,3 +73,43 @@ def test_wrong_scheme_names_the_setting() -> None:
         parse_database_url(
             "redis://x/0", setting="BATCHBOARD_DATABASE_URL", base_dir=BASE
         )
+
+
+def _three() -> dict[str, dict[str, object]]:
+    databases, _alias = databases_from_environment(
+        {
+            "DATABASE_URL": "sqlite:///site.sqlite3",
+            "BATCHBOARD_DATABASE_URL": "postgresql://ob@db/ops",
+        },
+        BASE,
+    )
+    databases["pooled"] = parse_database_url(
+        "postgresql://ob@db/ops?pool=1", setting="X", base_dir=BASE
+    )
+    return databases
+
+
+def test_postgresql_connections_are_kept_between_requests() -> None:
+    """A minute by default, checked before reuse; SQLite and pools as they were."""
+    databases = _three()
+    keep_connections(databases, {})
+    assert databases["batchboard"]["CONN_MAX_AGE"] == 60
+    assert databases["batchboard"]["CONN_HEALTH_CHECKS"] is True
+    assert "CONN_MAX_AGE" not in databases["default"]
+    # Django refuses a pool beside persistent connections.
+    assert "CONN_MAX_AGE" not in databases["pooled"]
+
+
+def test_conn_max_age_zero_closes_after_each_request() -> None:
+    databases = _three()
+    keep_connections(databases, {"CONN_MAX_AGE": "0"})
+    assert databases["batchboard"]["CONN_MAX_AGE"] == 0
+    assert databases["batchboard"]["CONN_HEALTH_CHECKS"] is False
+    keep_connections(databases, {"CONN_MAX_AGE": "300"})
+    assert databases["batchboard"]["CONN_MAX_AGE"] == 300
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5", "forever", "86401", "٣"])
+def test_conn_max_age_must_be_whole_seconds(value: str) -> None:
+    with pytest.raises(SiteConfigurationError, match="^CONN_MAX_AGE is"):
+        keep_connections(_three(), {"CONN_MAX_AGE": value})

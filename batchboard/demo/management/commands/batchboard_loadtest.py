@@ -134,6 +134,12 @@ class Command(BenchmarkCommand):
             help="Gunicorn worker processes (default 3).",
         )
         parser.add_argument(
+            "--threads",
+            type=int,
+            default=1,
+            help="Threads per gunicorn worker (default 1: sync workers).",
+        )
+        parser.add_argument(
             "--no-simulator",
             action="store_true",
             help="Measure without the simulator writing.",
@@ -148,6 +154,7 @@ class Command(BenchmarkCommand):
         check_bounds("seconds", options["seconds"], 5, 600)
         check_bounds("concurrency", options["concurrency"], 1, 64)
         check_bounds("workers", options["workers"], 1, 32)
+        check_bounds("threads", options["threads"], 1, 16)
         alias = self.postgresql_alias()
         self._prepare(alias, options)
         mix = self._mix(alias)
@@ -290,13 +297,13 @@ class Command(BenchmarkCommand):
         with override_settings(SECRET_KEY=secret):
             session = SessionStore()
             session[SESSION_KEY] = str(user.pk)
-            session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+            session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
             session[HASH_SESSION_KEY] = user.get_session_auth_hash()
             session.save()
         return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
 
     def _server_env(
-        self, scratch: Path, port: int, workers: int, secret: str
+        self, scratch: Path, port: int, workers: int, threads: int, secret: str
     ) -> dict[str, str]:
         # The served site is production's, not the demo's.
         env = {k: v for k, v in os.environ.items() if k != "BATCHBOARD_DEMO"}
@@ -310,6 +317,7 @@ class Command(BenchmarkCommand):
             CACHE_DIR=str(scratch / "cache"),
             BIND=f"127.0.0.1:{port}",
             WEB_CONCURRENCY=str(workers),
+            GUNICORN_THREADS=str(threads),
             GUNICORN_MAX_REQUESTS="0",
         )
         return env
@@ -322,7 +330,9 @@ class Command(BenchmarkCommand):
         readers = conf.read_aliases()
         port = _free_port()
         secret = secrets.token_urlsafe(50)
-        env = self._server_env(scratch, port, options["workers"], secret)
+        env = self._server_env(
+            scratch, port, options["workers"], options["threads"], secret
+        )
         manage = [sys.executable, "-m", "django"]
         subprocess.run(
             [*manage, "collectstatic", "--no-input", "--verbosity", "0"],
@@ -365,7 +375,8 @@ class Command(BenchmarkCommand):
             threads = options["concurrency"]
             self.stdout.write(
                 f"wrk: {threads} connections, at most {options['requests']:,} requests "
-                f"or {options['seconds']} s, gunicorn {options['workers']} workers, "
+                f"or {options['seconds']} s, gunicorn {options['workers']} workers "
+                f"x {options['threads']} threads, "
                 f"simulator {'off' if options['no_simulator'] else 'on'}."
             )
             with LagSampler(readers) as sampler:
