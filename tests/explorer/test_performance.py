@@ -204,3 +204,19 @@ def test_overview_strip_of_a_rare_job_uses_the_name_index(db: None) -> None:
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "ob_job_instance_name_identity" in plan, plan
     assert "ob_job_instance_pkey" not in plan, plan
+
+
+@pytest.mark.postgresql
+def test_running_counts_read_the_unresolved_executions_and_no_instance(
+    db: None,
+) -> None:
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    with CaptureQueriesContext(connection) as captured:
+        queries.running_counts(["rare-job", "busy-job"])
+    (statement,) = captured.captured_queries
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + statement["sql"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "ob_job_execution_one_unresolved" in plan, plan
+    assert "Seq Scan on ob_job_execution" not in plan, plan
+    assert "ob_job_instance" not in plan, plan

@@ -17,7 +17,8 @@ import pytest
 from django.utils import timezone
 
 from batchboard.explorer import pagination, queries, relations
-from batchboard.models import StepPartition
+from batchboard.models import JobExecution, StepPartition
+from batchboard.vocabulary import UNRESOLVED
 from tests.explorer.conftest import History
 
 
@@ -183,3 +184,21 @@ def test_attempts_around_match_the_orm(
     assert before is None and after is not None
     assert after["id"] == history.restart.pk
     assert compiled[1][0] is not None and compiled[1][0]["id"] == history.failed.pk
+
+
+def test_running_counts_count_each_job_s_unresolved_executions(
+    history: History,
+) -> None:
+    """One per unresolved execution, under its instance's job; none elsewhere."""
+    names = ["nightly-import", "billing.export", "nothing-here"]
+    expected = {
+        name: JobExecution.objects.filter(
+            job_instance__job_name=name, status__in=UNRESOLVED
+        ).count()
+        for name in names
+    }
+    assert queries.running_counts(names) == {
+        name: count for name, count in expected.items() if count
+    }
+    assert sum(expected.values()) > 0
+    assert queries.running_counts([]) == {}
