@@ -52,9 +52,15 @@ def parse_database_url(
             # The demo serves pages while its simulator writes: WAL lets
             # readers run beside the writer, IMMEDIATE transactions take the
             # write lock up front instead of failing half-way with "database
-            # is locked", and the timeout waits out the other writer.
+            # is locked", and the timeout waits out the other writer. A
+            # connection keeps up to 64 MiB of the file's pages (SQLite's
+            # default is 2 MiB): the history's indexes run to gigabytes, and
+            # a page such as the overview reads a few hundred of them.
             "OPTIONS": {
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                    "PRAGMA cache_size=-65536;"
+                ),
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
             },

@@ -30,6 +30,7 @@ def test_sqlite_is_ready_for_a_reader_beside_a_writer() -> None:
     """WAL, immediate transactions and a busy timeout for the demo."""
     entry = parse_database_url("sqlite:///db.sqlite3", setting="X", base_dir=BASE)
     assert "journal_mode=WAL" in entry["OPTIONS"]["init_command"]
+    assert "cache_size=-65536" in entry["OPTIONS"]["init_command"]
     assert entry["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert entry["OPTIONS"]["timeout"] == 20
 
