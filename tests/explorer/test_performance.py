@@ -6,6 +6,7 @@ walks the ``(job_name, id DESC)`` index even for a rare job deep in history.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -133,6 +134,16 @@ def test_each_list_page_is_one_statement(deep: dict[str, Any]) -> None:
         assert len(later) == expected, name
 
 
+def _plan_of(run: Callable[[], object]) -> str:
+    """Run ``run``, which issues one statement, and return that statement's plan."""
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    (statement,) = captured.captured_queries
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + statement["sql"])
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
 def _seed_history_in_bulk(rare_at: int, total: int) -> None:
     """Insert ``total`` instances of a busy job with a rare job's few early on."""
     with connection.cursor() as cursor:
@@ -153,12 +164,7 @@ def test_instances_of_a_rare_job_use_the_name_index(db: None) -> None:
     first = queries.instances("rare-job", 2)
     assert len(first.rows) == 2 and first.next_cursor
     for token in (None, first.next_cursor):
-        with CaptureQueriesContext(connection) as captured:
-            queries.instances("rare-job", 2, token)
-        (statement,) = captured.captured_queries
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN " + statement["sql"])
-            plan = "\n".join(row[0] for row in cursor.fetchall())
+        plan = _plan_of(lambda token=token: queries.instances("rare-job", 2, token))
         assert "ob_job_instance_name_identity" in plan, plan
         assert "Seq Scan on ob_job_instance" not in plan, plan
         assert "Sort" not in plan.split("->")[0], plan
@@ -183,12 +189,9 @@ def test_executions_of_a_rare_job_walk_the_instance_index(db: None) -> None:
     first = queries.recent_executions("", "rare-job", 2)
     assert len(first.rows) == 2 and first.next_cursor
     for token in (None, first.next_cursor):
-        with CaptureQueriesContext(connection) as captured:
-            queries.recent_executions("", "rare-job", 2, token)
-        (statement,) = captured.captured_queries
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN " + statement["sql"])
-            plan = "\n".join(row[0] for row in cursor.fetchall())
+        plan = _plan_of(
+            lambda token=token: queries.recent_executions("", "rare-job", 2, token)
+        )
         assert "ob_job_instance_name_identity" in plan, plan
         assert "Hash Join" not in plan and "Seq Scan" not in plan, plan
 
@@ -196,12 +199,7 @@ def test_executions_of_a_rare_job_walk_the_instance_index(db: None) -> None:
 @pytest.mark.postgresql
 def test_overview_strip_of_a_rare_job_uses_the_name_index(db: None) -> None:
     _seed_history_in_bulk(rare_at=100, total=30000)
-    with CaptureQueriesContext(connection) as captured:
-        queries.job_strips(["rare-job"])
-    (statement,) = captured.captured_queries
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + statement["sql"])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    plan = _plan_of(lambda: queries.job_strips(["rare-job"]))
     assert "ob_job_instance_name_identity" in plan, plan
     assert "ob_job_instance_pkey" not in plan, plan
 
@@ -211,12 +209,7 @@ def test_running_counts_read_the_unresolved_executions_and_no_instance(
     db: None,
 ) -> None:
     _seed_history_in_bulk(rare_at=100, total=30000)
-    with CaptureQueriesContext(connection) as captured:
-        queries.running_counts(["rare-job", "busy-job"])
-    (statement,) = captured.captured_queries
-    with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + statement["sql"])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    plan = _plan_of(lambda: queries.running_counts(["rare-job", "busy-job"]))
     assert "ob_job_execution_one_unresolved" in plan, plan
     assert "Seq Scan on ob_job_execution" not in plan, plan
     assert "ob_job_instance" not in plan, plan
