@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.actions.test_roles import OPERATOR_ROLE, RETENTION_ROLE
 from tests.scaleout import cluster as components
-from tests.scaleout.site import Site, run_manage, serve, site_env
+from tests.scaleout.site import Site, run_manage, serving, site_env
 
 #: The three roles of spec 9.1 the role tests create on the cluster.
 LEAST_PRIVILEGE = {
@@ -60,9 +59,5 @@ def site(
     scale_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Site]:
     """One web worker of that site."""
-    log = Path(tmp_path_factory.mktemp("site")) / "site.log"
-    worker = serve(scale_env, log)
-    try:
+    with serving(scale_env, tmp_path_factory, "site") as worker:
         yield worker
-    finally:
-        worker.stop()

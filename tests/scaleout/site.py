@@ -10,10 +10,14 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.scaleout.cluster import free_port
 from tests.site.commands import CHECKOUT, SITE_VARIABLES, Result, manage
@@ -93,6 +97,18 @@ def serve(env: dict[str, str], log: Path) -> Site:
             time.sleep(0.2)
     site.stop()
     raise RuntimeError(f"the site did not answer:\n{site.output()}")
+
+
+@contextmanager
+def serving(
+    env: dict[str, str], tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Iterator[Site]:
+    """Serve a web worker with ``env`` (its log in a folder ``name``), then stop it."""
+    worker = serve(env, Path(tmp_path_factory.mktemp(name)) / "site.log")
+    try:
+        yield worker
+    finally:
+        worker.stop()
 
 
 class _Forms(HTMLParser):

@@ -6,12 +6,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.scaleout.cluster import Cluster
-from tests.scaleout.site import Browser, Site, applied, serve
+from tests.scaleout.site import Browser, Site, applied, serving
 from tests.site.commands import CHECKOUT, SITE_VARIABLES
 
 pytestmark = [pytest.mark.slow, pytest.mark.scaleout]
@@ -33,12 +32,8 @@ def pooled_site(
 ) -> Iterator[Site]:
     """A web worker whose primary connections all go through PgBouncer."""
     env = {**scale_env, "DATABASE_URL": cluster.bouncer_url()}
-    log = Path(tmp_path_factory.mktemp("pooled")) / "site.log"
-    worker = serve(env, log)
-    try:
+    with serving(env, tmp_path_factory, "pooled") as worker:
         yield worker
-    finally:
-        worker.stop()
 
 
 def test_pages_and_actions_set_nothing_on_the_session(

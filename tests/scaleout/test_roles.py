@@ -14,7 +14,7 @@ import pytest
 
 from tests.scaleout.cluster import DATABASE, Cluster
 from tests.scaleout.conftest import LEAST_PRIVILEGE
-from tests.scaleout.site import Browser, Site, applied, run_manage, serve, site_env
+from tests.scaleout.site import Browser, Site, applied, run_manage, serving, site_env
 from tests.site.commands import manage
 from tests.site.test_roles import _readme_grants
 
@@ -56,12 +56,8 @@ def role_env(
 def role_site(
     role_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Site]:
-    log = Path(tmp_path_factory.mktemp("role-site")) / "site.log"
-    worker = serve(role_env, log)
-    try:
+    with serving(role_env, tmp_path_factory, "role-site") as worker:
         yield worker
-    finally:
-        worker.stop()
 
 
 ALIASES = (

@@ -9,12 +9,11 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.scaleout.cluster import Cluster
-from tests.scaleout.site import Browser, Site, applied, run_manage, serve
+from tests.scaleout.site import Browser, Site, applied, run_manage, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.scaleout]
 
@@ -28,12 +27,8 @@ def second_site(
         **scale_env,
         "DATABASE_URL": scale_env["DATABASE_URL"] + "?pool=1&pool_max_size=4",
     }
-    log = Path(tmp_path_factory.mktemp("second")) / "site.log"
-    worker = serve(env, log)
-    try:
+    with serving(env, tmp_path_factory, "second") as worker:
         yield worker
-    finally:
-        worker.stop()
 
 
 def test_a_session_and_its_commit_position_travel_between_workers(
