@@ -268,6 +268,15 @@ def _initial_migration_recorded(alias: str) -> bool:
     return ("batchboard", "0001_initial") in recorder.applied_migrations()
 
 
+def _driver_reason(exc: DatabaseError) -> str:
+    """
+    Return the driver's first line: why (refused, unknown database, bad
+    password), without echoing credentials; later lines may carry SQL.
+    """
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def schema_messages(alias: str) -> list[CheckMessage]:
     """Describe what is wrong with the metadata schema on ``alias``, if anything."""
     attached = conf.is_attached()
@@ -275,10 +284,7 @@ def schema_messages(alias: str) -> list[CheckMessage]:
     try:
         state, version = _schema_version(alias)
     except DatabaseError as exc:
-        # The driver's first line says why (refused, unknown database, bad
-        # password) without echoing credentials; later lines may carry SQL.
-        text = str(exc).strip()
-        reason = text.splitlines()[0] if text else type(exc).__name__
+        reason = _driver_reason(exc)
         return [
             Error(
                 f"Cannot reach the metadata database {alias!r}: {reason}",
@@ -528,11 +534,9 @@ def _replica_messages(alias: str) -> list[CheckMessage]:
             cursor.execute("SELECT pg_is_in_recovery()")
             row = cursor.fetchone()
     except DatabaseError as exc:
-        text = str(exc).strip()
-        reason = text.splitlines()[0] if text else type(exc).__name__
         return [
             Warning(
-                f"The replica {alias!r} cannot be reached: {reason}",
+                f"The replica {alias!r} cannot be reached: {_driver_reason(exc)}",
                 hint="Pages fall back to the primary until it answers; check the "
                 "replica and BATCHBOARD_READ_DATABASE_URL.",
                 id="batchboard.W021",
