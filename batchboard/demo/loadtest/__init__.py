@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from batchboard.explorer import trends
+
 __all__ = ["MIX_SCRIPT", "Page", "Report", "percentile", "read_samples"]
 
 MIX_SCRIPT = Path(__file__).with_name("mix.lua")
@@ -34,11 +36,8 @@ class Page:
 
 
 def percentile(values: list[float], fraction: float) -> float:
-    """Return the nearest-rank percentile of sorted ``values``."""
-    if not values:
-        return math.nan
-    rank = max(1, math.ceil(fraction * len(values)))
-    return values[rank - 1]
+    """Return the nearest-rank percentile of ``values``; NaN for none."""
+    return trends.percentile(values, fraction) if values else math.nan
 
 
 @dataclass

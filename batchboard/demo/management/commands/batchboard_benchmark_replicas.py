@@ -35,6 +35,7 @@ from django.urls import reverse
 
 from batchboard import conf
 from batchboard.demo.commands import check_bounds
+from batchboard.demo.loadtest import percentile
 from batchboard.demo.replication import LagSampler, describe_lag
 
 
@@ -82,12 +83,6 @@ def _host() -> str:
         if host and host != "*" and not host.startswith("."):
             return str(host)
     return "localhost"
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))
-    return ordered[index]
 
 
 class Command(BaseCommand):
@@ -232,7 +227,7 @@ class Command(BaseCommand):
         write(f"  requests           {requests:,} ({requests / elapsed:.1f}/s)")
         write(
             f"  latency            median {statistics.median(tally.latencies) * 1000:.1f} ms, "
-            f"p99 {_percentile(tally.latencies, 0.99) * 1000:.1f} ms"
+            f"p99 {percentile(tally.latencies, 0.99) * 1000:.1f} ms"
         )
         statuses = ", ".join(
             f"{code}: {n}" for code, n in sorted(tally.statuses.items())
