@@ -658,12 +658,16 @@ def _row_stand_in(row: Row) -> Row:
     }
 
 
-def _row_values(row: Row, slots: Sequence[str]) -> list[object]:
-    """Return a row's values in slot order, escaped (``a.b`` reads ``row[a][b]``)."""
+def _row_values(row: Row, paths: Sequence[Sequence[str]]) -> list[object]:
+    """
+    Return a row's values in slot order, escaped.
+
+    Each slot is a path of keys (``("a", "b")`` reads ``row["a"]["b"]``).
+    """
     values: list[object] = []
-    for name in slots:
+    for path in paths:
         value: Any = row
-        for part in name.split("."):
+        for part in path:
             value = (value or {}).get(part)
         values.append("" if value is None else conditional_escape(value))
     return values
@@ -685,6 +689,8 @@ def _stamped_lines(
     ``page`` the rest of the template's context (a few page settings).
     """
     settings_key = tuple(sorted(page.items()))
+    # Each slot's path of keys, split once per page rather than per row.
+    paths = [name.split(".") for name in slots]
     stamps: dict[tuple[Any, ...], Stamp] = {}
     lines = []
     for row in rows:
@@ -697,7 +703,7 @@ def _stamped_lines(
                 len(slots),
                 key=key,
             )
-        lines.append(drawn.fill(*_row_values(row, slots)))
+        lines.append(drawn.fill(*_row_values(row, paths)))
     return SafeString("".join(lines))
 
 
