@@ -52,6 +52,7 @@ from batchboard.admin.readonly import (
 )
 from batchboard.digests import parameter_descriptors
 from batchboard.explorer.queries import ParameterKinds
+from batchboard.schema import ITEM_COUNTERS
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -80,10 +81,7 @@ _STARTED_ENDED = (
     utc_column("ended_at", _("ended at")),
 )
 #: The counters a step and a partition both keep, three to a line.
-_COUNTERS = (
-    ("read_count", "processed_count", "write_count"),
-    ("filter_count", "commit_count", "rollback_count"),
-)
+_COUNTERS = (ITEM_COUNTERS[:3], ITEM_COUNTERS[3:])
 
 
 @admin.register(models.SchemaVersion)

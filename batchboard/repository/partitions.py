@@ -49,8 +49,9 @@ from batchboard.repository.lifecycle import (
     UNKNOWN,
     Failure,
 )
-from batchboard.repository.steps import COUNTERS, StatePayload, StepsMixin
+from batchboard.repository.steps import StatePayload, StepsMixin
 from batchboard.repository.validation import check_name
+from batchboard.schema import ITEM_COUNTERS
 from batchboard.vocabulary import MAX_BIGINT
 
 MAX_PARTITIONS = 1024
@@ -259,7 +260,7 @@ class PartitionsMixin(StepsMixin):
                         version=0,
                         **{
                             name: getattr(row, name) if completed else 0
-                            for name in COUNTERS
+                            for name in ITEM_COUNTERS
                         },
                     )
                 )
@@ -320,7 +321,7 @@ class PartitionsMixin(StepsMixin):
                 "status": STARTED,
                 "exit_code": None,
                 "version": expected_version + 1,
-                **dict.fromkeys(COUNTERS, 0),
+                **dict.fromkeys(ITEM_COUNTERS, 0),
             }
             self._update_partition(partition, expected_version, values)
             return partition
@@ -356,7 +357,7 @@ class PartitionsMixin(StepsMixin):
                 "status": worker.status,
                 "exit_code": worker.exit_code,
                 "version": expected_version + 1,
-                **{name: getattr(worker, name) for name in COUNTERS},
+                **{name: getattr(worker, name) for name in ITEM_COUNTERS},
             }
             self._update_partition(partition, expected_version, values)
             return partition
@@ -400,7 +401,8 @@ class PartitionsMixin(StepsMixin):
             status = max((p.status for p in partitions), key=SEVERITY.index)
             selected = next(p for p in partitions if p.status == status)
             totals = {
-                name: sum(getattr(p, name) for p in partitions) for name in COUNTERS
+                name: sum(getattr(p, name) for p in partitions)
+                for name in ITEM_COUNTERS
             }
             if any(total > MAX_BIGINT for total in totals.values()):
                 raise PartitionCountOverflow(step_execution_id)
@@ -417,7 +419,8 @@ class PartitionsMixin(StepsMixin):
                     worker.status != partition.status
                     or worker.exit_code != partition.exit_code
                     or any(
-                        getattr(worker, n) != getattr(partition, n) for n in COUNTERS
+                        getattr(worker, n) != getattr(partition, n)
+                        for n in ITEM_COUNTERS
                     )
                 ):
                     raise PartitionStateCorrupt(
@@ -429,7 +432,7 @@ class PartitionsMixin(StepsMixin):
                 parent.version == expected_version + 1
                 and parent.status == status
                 and parent.exit_code == selected.exit_code
-                and all(getattr(parent, n) == totals[n] for n in COUNTERS)
+                and all(getattr(parent, n) == totals[n] for n in ITEM_COUNTERS)
                 and parent.failure_category == (failure.category if failure else None)
                 and parent.failure_id == (failure.failure_id if failure else None)
             ):

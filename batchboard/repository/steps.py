@@ -43,22 +43,15 @@ from batchboard.repository.validation import (
     check_name,
     check_payload,
 )
+from batchboard.schema import FAULT_COUNTERS, ITEM_COUNTERS
 from batchboard.vocabulary import MAX_BIGINT
 
 DEFAULT_START_LIMIT = 4_294_967_295
 FAULT_STATE_SCHEMA = "oxide-batch.fault-state"
 FAULT_STATE_LIMIT = 65_536
-COUNTERS = (
-    "read_count",
-    "processed_count",
-    "write_count",
-    "filter_count",
-    "commit_count",
-    "rollback_count",
-)
 # Everything a restarted step inherits from its source step.
 CARRIED_FIELDS = (
-    *COUNTERS,
+    *ITEM_COUNTERS,
     "checkpoint_format",
     "checkpoint_schema",
     "checkpoint_schema_version",
@@ -67,13 +60,7 @@ CARRIED_FIELDS = (
     "context_schema",
     "context_schema_version",
     "context_payload",
-    "read_retry_count",
-    "process_retry_count",
-    "write_retry_count",
-    "read_skip_count",
-    "process_skip_count",
-    "write_skip_count",
-    "no_rollback_count",
+    *FAULT_COUNTERS,
     "fault_state_format",
     "fault_state_schema",
     "fault_state_schema_version",
