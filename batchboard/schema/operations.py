@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
@@ -15,7 +16,51 @@ from batchboard import conf, schema
 from batchboard.schema import embedded
 
 
-class CreateMetadataSchema(Operation):
+class SchemaOperation(Operation):
+    """
+    Run batchboard's statements forwards and their drops backwards.
+
+    The models are unmanaged, so no model state changes. No statement runs
+    in attached mode, whatever database the operation is run against, nor
+    on a database the router keeps the app off; elsewhere a subclass's
+    :meth:`statements_on` says which run.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+    atomic = True
+
+    def statements_on(
+        self, connection: BaseDatabaseWrapper, *, drop: bool
+    ) -> list[str]:
+        """Return the statements to run on ``connection`` (none to leave it)."""
+        raise NotImplementedError
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        """Change no model state: the models and their indexes are not managed."""
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+        *,
+        drop: bool = False,
+    ) -> None:
+        if conf.is_attached():
+            return
+        connection = schema_editor.connection
+        if not router.allow_migrate(connection.alias, app_label):
+            return
+        for statement in self.statements_on(connection, drop=drop):
+            schema_editor.execute(statement, params=None)
+
+    #: Backwards, the same guards drop what forwards created.
+    database_backwards = functools.partialmethod(database_forwards, drop=True)
+
+
+class CreateMetadataSchema(SchemaOperation):
     """
     Create one frozen version of the oxide-batch schema (managed mode only).
 
@@ -29,10 +74,6 @@ class CreateMetadataSchema(Operation):
     against, and in managed mode it refuses to run over an existing oxide-batch
     schema rather than failing half-way.
     """
-
-    reversible = True
-    reduces_to_sql = True
-    atomic = True
 
     def __init__(self, *, version: int) -> None:
         # Resolved here so that a migration naming an unknown version fails
@@ -52,21 +93,9 @@ class CreateMetadataSchema(Operation):
             f"not {vendor}."
         )
 
-    def state_forwards(self, app_label: str, state: ProjectState) -> None:
-        """Change no model state: the models are declared by CreateModel."""
-
-    def _run(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        *,
-        drop: bool = False,
-    ) -> None:
-        if conf.is_attached():
-            return
-        connection = schema_editor.connection
-        if not router.allow_migrate(connection.alias, app_label):
-            return
+    def statements_on(
+        self, connection: BaseDatabaseWrapper, *, drop: bool
+    ) -> list[str]:
         statements = self.statements(connection.vendor, drop=drop)
         if not drop and self._exists(connection):
             raise ImproperlyConfigured(
@@ -75,8 +104,7 @@ class CreateMetadataSchema(Operation):
                 "Set BATCHBOARD_SCHEMA=attached to use it as it is; batchboard "
                 "will not create it again."
             )
-        for statement in statements:
-            schema_editor.execute(statement, params=None)
+        return statements
 
     def _exists(self, connection: BaseDatabaseWrapper) -> bool:
         """
@@ -101,24 +129,6 @@ class CreateMetadataSchema(Operation):
             (exists,) = cursor.fetchone()
         return bool(exists)
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        self._run(app_label, schema_editor)
-
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        self._run(app_label, schema_editor, drop=True)
-
     def describe(self) -> str:
         return (
             f"Create the oxide-batch metadata schema version {self.version} "
@@ -129,7 +139,7 @@ class CreateMetadataSchema(Operation):
         return (self.__class__.__qualname__, [], {"version": self.version})
 
 
-class CreateEmbeddedIndexes(Operation):
+class CreateEmbeddedIndexes(SchemaOperation):
     """
     Add :mod:`batchboard.schema.embedded`'s indexes to a managed SQLite schema.
 
@@ -138,47 +148,12 @@ class CreateEmbeddedIndexes(Operation):
     the app off.
     """
 
-    reversible = True
-    reduces_to_sql = True
-    atomic = True
-
-    def state_forwards(self, app_label: str, state: ProjectState) -> None:
-        """Change no model state: indexes of unmanaged tables are not tracked."""
-
-    def _run(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        *,
-        drop: bool = False,
-    ) -> None:
-        connection = schema_editor.connection
-        if (
-            conf.is_attached()
-            or connection.vendor != "sqlite"
-            or not router.allow_migrate(connection.alias, app_label)
-        ):
-            return
-        for statement in embedded.sqlite_statements(drop=drop):
-            schema_editor.execute(statement, params=None)
-
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        self._run(app_label, schema_editor)
-
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        self._run(app_label, schema_editor, drop=True)
+    def statements_on(
+        self, connection: BaseDatabaseWrapper, *, drop: bool
+    ) -> list[str]:
+        if connection.vendor != "sqlite":
+            return []
+        return embedded.sqlite_statements(drop=drop)
 
     def describe(self) -> str:
         return "Add batchboard's embedded-only indexes (managed SQLite only)"
