@@ -1,5 +1,6 @@
 """
-What the benchmark commands share: timed in-process renders and their options.
+What the benchmark commands share: timed in-process renders, their options
+and the landmarks of the history they request pages of.
 
 Pages are rendered through their real views with an unsaved superuser, so
 only the page's own statements are measured, and round-robin over every
@@ -17,11 +18,14 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
 from django.http import HttpResponse
 from django.template.response import SimpleTemplateResponse
 from django.test import RequestFactory
 from django.urls import resolve
 from django_htmx.middleware import HtmxDetails
+
+from batchboard import vocabulary
 
 #: Rounds rendered before any time is kept: they warm caches.
 WARM_ROUNDS = 2
@@ -83,6 +87,65 @@ class Timer:
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
+
+
+@dataclass(frozen=True)
+class Landmarks:
+    """Where in a history the benchmarks aim their pages."""
+
+    max_execution: int
+    max_instance: int
+    #: Every job name with its instances: (name, count, newest id, oldest
+    #: id), the busiest first, ties by name.
+    jobs: list[tuple[str, int, int, int]]
+    #: The newest execution that has steps, its instance and its first step.
+    execution: int | None
+    instance: int | None
+    step: int | None
+
+
+def landmarks(alias: str) -> Landmarks:
+    """Return the landmarks of the history on ``alias`` (one with executions)."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT max(id) FROM ob_job_execution")
+        max_execution = int(cursor.fetchone()[0])
+        cursor.execute("SELECT max(id) FROM ob_job_instance")
+        max_instance = int(cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT job_name, count(*), max(id), min(id) FROM ob_job_instance "
+            "GROUP BY job_name ORDER BY 2 DESC, 1"
+        )
+        jobs = [
+            (str(name), int(count), int(newest), int(oldest))
+            for name, count, newest, oldest in cursor.fetchall()
+        ]
+        cursor.execute(
+            "SELECT e.id, e.job_instance_id FROM ob_job_execution e "
+            "WHERE EXISTS (SELECT 1 FROM ob_step_execution s "
+            "WHERE s.job_execution_id = e.id) ORDER BY e.id DESC LIMIT 1"
+        )
+        with_steps = cursor.fetchone()
+        if with_steps is None:
+            return Landmarks(max_execution, max_instance, jobs, None, None, None)
+        execution, instance = int(with_steps[0]), int(with_steps[1])
+        cursor.execute(
+            "SELECT id FROM ob_step_execution WHERE job_execution_id = %s "
+            "ORDER BY id LIMIT 1",
+            [execution],
+        )
+        step = int(cursor.fetchone()[0])
+    return Landmarks(max_execution, max_instance, jobs, execution, instance, step)
+
+
+def unresolved_executions(alias: str) -> int:
+    """Count the unresolved executions on ``alias`` (once, for a report)."""
+    marks = ", ".join(["%s"] * len(vocabulary.UNRESOLVED))
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*) FROM ob_job_execution WHERE status IN ({marks})",
+            list(vocabulary.UNRESOLVED),
+        )
+        return int(cursor.fetchone()[0])
 
 
 def require_static_manifest() -> None:

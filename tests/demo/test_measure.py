@@ -8,7 +8,17 @@ from django.core.management import CommandError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 
-from batchboard.demo.measure import WARM_ROUNDS, Timer, benchmark_user, measure
+from batchboard.demo.measure import (
+    WARM_ROUNDS,
+    Landmarks,
+    Timer,
+    benchmark_user,
+    landmarks,
+    measure,
+    unresolved_executions,
+)
+from batchboard.models import JobExecution, JobInstance
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -65,3 +75,40 @@ def test_measure_goes_round_robin_and_keeps_repeat_samples() -> None:
     measure(iter(timers), 3)
     assert order == ["a", "b"] * (3 + WARM_ROUNDS)
     assert [len(timer.samples) for timer in timers] == [3, 3]
+
+
+def test_landmarks_list_jobs_busiest_first_and_the_newest_stepped_run() -> None:
+    rare = factories.instance("rare")
+    busy = [factories.instance("busy"), factories.instance("busy")]
+    tie = [factories.instance("also-busy"), factories.instance("also-busy")]
+    with_steps = factories.execution(busy[0])
+    first = factories.step(with_steps, "extract")
+    factories.step(with_steps, "load")
+    factories.execution(rare, "STARTED")  # newer, but without a step
+    newest = JobExecution.objects.order_by("-id").first()
+    assert newest is not None
+    assert landmarks("default") == Landmarks(
+        max_execution=newest.pk,
+        max_instance=tie[1].pk,
+        jobs=[
+            ("also-busy", 2, tie[1].pk, tie[0].pk),
+            ("busy", 2, busy[1].pk, busy[0].pk),
+            ("rare", 1, rare.pk, rare.pk),
+        ],
+        execution=with_steps.pk,
+        instance=busy[0].pk,
+        step=first.pk,
+    )
+
+
+def test_landmarks_of_a_history_without_steps_name_no_execution() -> None:
+    factories.execution(factories.instance("only"))
+    marks = landmarks("default")
+    assert (marks.execution, marks.instance, marks.step) == (None, None, None)
+    assert marks.max_instance == JobInstance.objects.get().pk
+
+
+def test_unresolved_executions_counts_every_unresolved_status() -> None:
+    for status in ("STARTING", "STARTED", "STOPPING", "UNKNOWN", "COMPLETED"):
+        factories.execution(factories.instance(), status)
+    assert unresolved_executions("default") == 4

@@ -37,7 +37,14 @@ from batchboard import conf, cursors, vocabulary
 from batchboard.actions import retention
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
-from batchboard.demo.measure import BenchmarkCommand, Timer, benchmark_user, measure
+from batchboard.demo.measure import (
+    BenchmarkCommand,
+    Timer,
+    benchmark_user,
+    landmarks,
+    measure,
+    unresolved_executions,
+)
 from batchboard.explorer import queries
 from batchboard.models import JobExecution
 
@@ -220,17 +227,12 @@ class Command(BenchmarkCommand):
 
     def _require_triage_rows(self, alias: str, executions: int) -> None:
         """Refuse a history the overview and triage pages cannot be measured on."""
-        marks = ", ".join(["%s"] * len(vocabulary.UNRESOLVED))
         with connections[alias].cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM (SELECT DISTINCT job_name FROM ob_job_instance) n"
             )
             names = int(cursor.fetchone()[0])
-            cursor.execute(
-                f"SELECT count(*) FROM ob_job_execution WHERE status IN ({marks})",
-                list(vocabulary.UNRESOLVED),
-            )
-            unresolved = int(cursor.fetchone()[0])
+        unresolved = unresolved_executions(alias)
         self.stdout.write(f"Job names: {names}; unresolved executions: {unresolved:,}.")
         needed = unresolved_needed(executions)
         if names < MIN_JOB_NAMES or unresolved < needed:
@@ -243,43 +245,22 @@ class Command(BenchmarkCommand):
             )
 
     def _facts(self, alias: str) -> dict[str, Any]:
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT max(id) FROM ob_job_execution")
-            max_execution = int(cursor.fetchone()[0])
-            cursor.execute("SELECT max(id) FROM ob_job_instance")
-            max_instance = int(cursor.fetchone()[0])
-            cursor.execute(
-                "SELECT job_name, count(*), max(id), min(id) FROM ob_job_instance "
-                "GROUP BY job_name ORDER BY 2 DESC"
-            )
-            jobs = cursor.fetchall()
-            cursor.execute(
-                "SELECT e.id, e.job_instance_id FROM ob_job_execution e "
-                "WHERE EXISTS (SELECT 1 FROM ob_step_execution s "
-                "WHERE s.job_execution_id = e.id) ORDER BY e.id DESC LIMIT 1"
-            )
-            execution_id, instance_id = cursor.fetchone()
-            cursor.execute(
-                "SELECT id FROM ob_step_execution WHERE job_execution_id = %s "
-                "ORDER BY id LIMIT 1",
-                [execution_id],
-            )
-            step_id = cursor.fetchone()[0]
-        busy = jobs[0]
-        rare = jobs[-1]
+        marks = landmarks(alias)
+        busy = marks.jobs[0]
+        rare = marks.jobs[-1]
         return {
-            "max_execution": max_execution,
-            "max_instance": max_instance,
+            "max_execution": marks.max_execution,
+            "max_instance": marks.max_instance,
             "busy": busy[0],
             "busy_max": busy[2],
             "rare": rare[0],
             "rare_count": rare[1],
             "rare_max": rare[2],
             "rare_min": rare[3],
-            "execution": execution_id,
-            "instance": instance_id,
-            "step": step_id,
-            "job_names": len(jobs),
+            "execution": marks.execution,
+            "instance": marks.instance,
+            "step": marks.step,
+            "job_names": len(marks.jobs),
         }
 
     def _unresolved_key(self, alias: str) -> cursors.Key | None:

@@ -46,7 +46,11 @@ from batchboard import conf, cursors
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.loadtest import MIX_SCRIPT, Page, Report, read_samples
-from batchboard.demo.measure import BenchmarkCommand
+from batchboard.demo.measure import (
+    BenchmarkCommand,
+    landmarks,
+    unresolved_executions,
+)
 from batchboard.demo.replication import (
     LAG_SAMPLE_SECONDS,
     LagSampler,
@@ -183,11 +187,7 @@ class Command(BenchmarkCommand):
         names = self._scalar(
             alias, "SELECT count(DISTINCT job_name) FROM ob_job_definition"
         )
-        unresolved = self._scalar(
-            alias,
-            "SELECT count(*) FROM ob_job_execution WHERE status IN "
-            "('STARTING', 'STARTED', 'STOPPING', 'UNKNOWN')",
-        )
+        unresolved = unresolved_executions(alias)
         short = (
             executions < options["executions"]
             or names < options["job_names"]
@@ -236,37 +236,20 @@ class Command(BenchmarkCommand):
             "History: "
             f"{self._scalar(alias, 'SELECT count(*) FROM ob_job_execution'):,} executions, "
             f"{self._scalar(alias, 'SELECT count(DISTINCT job_name) FROM ob_job_definition')} job names, "
-            + str(
-                self._scalar(
-                    alias,
-                    "SELECT count(*) FROM ob_job_execution WHERE status IN ('STARTING', 'STARTED', 'STOPPING', 'UNKNOWN')",
-                )
-            )
-            + " unresolved."
+            f"{unresolved_executions(alias)} unresolved."
         )
 
     def _mix(self, alias: str) -> list[Page]:
         """Return the operators' page mix over this history."""
+        marks = landmarks(alias)
+        top = marks.max_execution
         with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT max(id) FROM ob_job_execution")
-            top = int(cursor.fetchone()[0])
-            cursor.execute(
-                "SELECT job_name, count(*) FROM ob_job_instance GROUP BY job_name "
-                "ORDER BY 2 DESC, 1"
-            )
-            jobs = cursor.fetchall()
             cursor.execute(
                 "SELECT id FROM ob_job_execution WHERE status = 'STARTED' "
                 "ORDER BY id DESC LIMIT 1"
             )
             running = cursor.fetchone()
-            cursor.execute(
-                "SELECT e.id FROM ob_job_execution e WHERE EXISTS (SELECT 1 FROM "
-                "ob_step_execution s WHERE s.job_execution_id = e.id) "
-                "ORDER BY e.id DESC LIMIT 1"
-            )
-            with_steps = cursor.fetchone()
-        busy, rare = jobs[0][0], jobs[-1][0]
+        busy, rare = marks.jobs[0][0], marks.jobs[-1][0]
         deep = cursors.encode(
             cursors.recent_executions("", ""),
             PAGE_SIZE,
@@ -274,7 +257,7 @@ class Command(BenchmarkCommand):
             top,
         )
         live = running[0] if running else top
-        detail = with_steps[0] if with_steps else top
+        detail = marks.execution or top
         from urllib.parse import quote
 
         return [
