@@ -28,16 +28,7 @@ from django.db.models.functions import Coalesce
 from batchboard import db
 from batchboard.explorer.pagination import Row, values_rows
 from batchboard.models import JobExecution, StepPartition
-
-#: The counters a parent step rolls up from its partitions.
-ROLLED_UP = (
-    "read_count",
-    "processed_count",
-    "write_count",
-    "filter_count",
-    "commit_count",
-    "rollback_count",
-)
+from batchboard.schema import ITEM_COUNTERS
 
 #: Partition statuses grouped into a progress bar's segments, in drawing
 #: order: what finished well, what failed, what stopped, what runs, what waits.
@@ -138,7 +129,7 @@ def partition_rollups(parent_ids: Sequence[int]) -> dict[int, Rollup]:
     segments = {
         name: Count("id", filter=Q(status__in=statuses)) for name, statuses in SEGMENTS
     }
-    sums = {name: Coalesce(Sum(name), 0) for name in ROLLED_UP}
+    sums = {name: Coalesce(Sum(name), 0) for name in ITEM_COUNTERS}
     rows: list[Any] = list(
         StepPartition.objects.using(db.read_alias())
         .filter(step_execution_id__in=list(parent_ids))
@@ -150,7 +141,7 @@ def partition_rollups(parent_ids: Sequence[int]) -> dict[int, Rollup]:
         int(row["step_execution_id"]): Rollup(
             total=int(row["bb_total"]),
             segments={name: int(row[name]) for name, _statuses in SEGMENTS},
-            counters={name: int(row[name]) for name in ROLLED_UP},
+            counters={name: int(row[name]) for name in ITEM_COUNTERS},
         )
         for row in rows
     }
