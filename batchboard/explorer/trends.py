@@ -28,8 +28,10 @@ from django.utils.safestring import SafeString
 
 from batchboard import db
 from batchboard.explorer import queries
+from batchboard.explorer.links import url_pattern
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, Stamp, look, slot, stamp, url_pattern
+from batchboard.explorer.presenters import Clock, look
+from batchboard.explorer.stamps import Stamp, slot, stamp
 from batchboard.models import StepExecution
 from batchboard.vocabulary import (
     GRID_RUNS,

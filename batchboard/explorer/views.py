@@ -36,15 +36,9 @@ from batchboard.explorer.access import (
     VIEW_OVERVIEW,
     VIEW_PARTITIONS,
 )
+from batchboard.explorer.links import job_filter_url, job_url, link, url_pattern
 from batchboard.explorer.pagination import Page, Row
-from batchboard.explorer.presenters import (
-    SHOWN_PARAMETERS,
-    Presenter,
-    job_filter_url,
-    job_url,
-    link,
-    url_pattern,
-)
+from batchboard.explorer.presenters import SHOWN_PARAMETERS, Presenter
 from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
