@@ -5,33 +5,46 @@ A list of 50 executions placed about 1,300 values through the template
 engine; the overview's strips 3,000. A stamp renders an item's partial once
 per *shape* (what its markup decides on: a status, a few flags) with
 stand-ins (:func:`slot`) where the item's own values go, cuts the output at
-the stand-ins (:class:`Stamp`) and fills each item in by joining strings.
+the stand-ins (:class:`Cut`) and fills each item in by joining strings.
 Stamped partials: ``partials/execution_row.html``, ``instance_row.html``,
 ``job_row.html`` (rows, by :func:`execution_lines`, :func:`instance_lines`,
 :func:`job_lines`), ``strip_chip.html``, ``trend_bar.html``,
-``grid_cell.html`` and ``parameter_values.html``.
+``grid_cell.html``, ``grid_gap.html`` and ``parameter_values.html``.
 
-Rules for a template editor overriding a stamped partial:
+The rules a stamped partial of this package keeps (tests compare each one,
+stamped, with a plain render of the same rows, for every shape):
 
-- Keep its shape: a row partial is one loop over ``rows``.
-- Place a row's own values (the ``*_SLOTS`` below: ids, links, names,
-  times) anywhere and any number of times, but as they are: a filter on
-  one (``{{ row.id|add:1 }}``, ``{{ row.job_name|upper }}``) sees the
-  stand-in, not the value.
-- Decide (``{% if %}``, ``|lower`` on the status, ...) only on what the
-  shape holds (the ``_*_shape`` functions below) and the page's settings;
-  a field outside the slots and the shape renders empty.
+- A row partial is one loop over ``rows``, and nothing in it depends on
+  the loop (no ``forloop``, ``{% cycle %}`` or ``{% ifchanged %}``).
+- A row's own values (the ``*_SLOTS`` below: ids, links, names, times) are
+  placed as they are, anywhere and any number of times, never filtered or
+  tested: a filter (``{{ row.id|add:1 }}``) or an ``{% if %}`` would see
+  the stand-in, not the value.
+- What the markup decides on (``{% if %}``, ``|lower`` on the status) is in
+  the row's shape (the ``_*_shape`` functions below) or the page's
+  settings; any other field of a row renders empty.
 
-What a new column needs: its value added by the presenter, its name in the
-partial's ``*_SLOTS`` (a value) or in its ``_*_shape`` and ``_*_stand_in``
-(something the markup decides on), and the comparison test of
-tests/explorer/test_stamps.py still passing.
+A site's template overriding a stamped partial (found before the package's,
+say in a project's ``DIRS``) is not held to these rules, since nothing
+checks it: it is rendered plainly, all rows at once for a row partial and
+once per item for the others (:class:`PerItem`), so it renders what Django
+would render with the same rows, at the cost stamps were made to save. Only
+templates read from this package's ``templates/`` directory are stamped.
+
+What a new column of a stamped row needs: the presenter adds its value;
+its name goes into the partial's ``*_SLOTS`` if it is placed as is, or
+into ``_*_shape`` and ``_*_stand_in`` if the markup decides on it; and the
+comparison tests in tests/explorer/test_stamps.py cover a row with it.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from html import unescape
+from pathlib import Path
 from typing import Any, Final
 
 from django.template import Context
@@ -115,13 +128,40 @@ def stamp(
     if found is None:
         if len(_STAMPS) >= _STAMPS_KEPT:
             _STAMPS.clear()
-        rendered = str(template.render(Context(dict(context))))
-        found = _STAMPS[cache_key] = Stamp(*_split(rendered, slots))
+        if _is_own(template):
+            rendered = str(template.render(Context(dict(context))))
+            found = Cut(*_split(rendered, slots))
+        else:
+            found = PerItem(template, dict(context))
+        _STAMPS[cache_key] = found
     return found
 
 
-@dataclass(frozen=True)
+#: The package's own templates: the only ones a stamp cuts into pieces.
+_OWN_TEMPLATES: Final = Path(__file__).resolve().parents[1] / "templates"
+
+
+@functools.lru_cache(maxsize=256)
+def _own_file(name: str) -> bool:
+    return Path(name).resolve().is_relative_to(_OWN_TEMPLATES)
+
+
+def _is_own(template: Any) -> bool:
+    """Return whether ``template`` is the package's own file (no override)."""
+    name = getattr(getattr(template, "origin", None), "name", None)
+    return isinstance(name, str) and _own_file(name)
+
+
 class Stamp:
+    """A partial to fill in per item: :meth:`fill` gives one item's markup."""
+
+    def fill(self, *values: object) -> str:
+        """Return the partial with ``values`` (escaped already) in its slots."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Cut(Stamp):
     """A rendered partial in pieces, with the slot to place between each two."""
 
     pieces: tuple[str, ...]
@@ -142,6 +182,54 @@ class Stamp:
     def fill(self, *values: object) -> str:
         """Return the partial with ``values`` (escaped already) in its slots."""
         return self.pattern.format(*values)
+
+
+#: A stand-in anywhere in a string, its slot number captured.
+_SLOT_IN_TEXT: Final = re.compile(_SLOT.format(r"(\d+)"))
+
+
+@dataclass(frozen=True)
+class PerItem(Stamp):
+    """
+    A site's partial, rendered per item with the stand-ins' values in place.
+
+    A context value that is one stand-in gets the item's value itself (a
+    number stays a number, text comes escaped and marked safe); a stand-in
+    inside a text gets the value's text.
+    """
+
+    template: Any
+    context: Mapping[str, Any]
+
+    def fill(self, *values: object) -> str:
+        """Return the partial rendered with ``values`` in its context."""
+
+        def place(value: Any) -> Any:
+            if isinstance(value, str):
+                whole = _SLOT_IN_TEXT.fullmatch(value)
+                if whole is not None:
+                    item = values[int(whole.group(1))]
+                    return SafeString(item) if isinstance(item, str) else item
+                if _SLOT_IN_TEXT.search(value) is None:
+                    return value
+
+                def text(found: re.Match[str]) -> str:
+                    item = str(values[int(found.group(1))])
+                    # A plain text is escaped by the template once more.
+                    return item if isinstance(value, SafeString) else unescape(item)
+
+                placed = _SLOT_IN_TEXT.sub(text, value)
+                return SafeString(placed) if isinstance(value, SafeString) else placed
+            if isinstance(value, Mapping):
+                return {name: place(item) for name, item in value.items()}
+            if isinstance(value, list):
+                return [place(item) for item in value]
+            if type(value) is tuple:
+                return tuple(place(item) for item in value)
+            return value
+
+        context = {name: place(value) for name, value in self.context.items()}
+        return str(self.template.render(Context(context)))
 
 
 # -- execution rows as stamps ----------------------------------------------------------
@@ -258,6 +346,10 @@ def _stamped_lines(
     a row of that shape whose values are the stand-ins of ``slots``, and
     ``page`` the rest of the template's context (a few page settings).
     """
+    loaded: Any = get_template(template)
+    if not _is_own(getattr(loaded, "template", loaded)):
+        # A site's own row template: rendered as it is, with every row.
+        return SafeString(loaded.render({"rows": list(rows), **page}))
     settings_key = tuple(sorted(page.items()))
     # Each slot's path of keys, split once per page rather than per row.
     paths = [name.split(".") for name in slots]
