@@ -141,11 +141,6 @@ def look(status: str | None) -> Look:
     return LOOKS.get(status, OTHER)
 
 
-def is_unresolved(status: str | None) -> bool:
-    """Return whether a status is unresolved (still running or ambiguous)."""
-    return status in UNRESOLVED
-
-
 # -- text in the request's language ------------------------------------------------
 
 #: What a cell shows for a time or span that has not happened.

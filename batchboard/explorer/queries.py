@@ -42,7 +42,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Sum,
     TextField,
     Value,
 )
@@ -78,7 +77,6 @@ from batchboard.vocabulary import (
 __all__ = [
     "Page",
     "execution",
-    "execution_status",
     "flow_decisions",
     "instance",
     "instance_executions",
@@ -91,7 +89,6 @@ __all__ = [
     "parameter_values",
     "parameter_values_of",
     "partition",
-    "partition_totals",
     "partitions",
     "recent_executions",
     "recent_failures",
@@ -99,7 +96,6 @@ __all__ = [
     "running_counts",
     "step",
     "steps",
-    "steps_after",
     "unresolved",
 ]
 
@@ -570,9 +566,7 @@ class Listing:
         if self.prepare is not None:
             for row in rows:
                 self.prepare(row)
-        page = assemble(rows, window, self.key, self.estimate)
-        page.position = tuple(position)
-        return page
+        return assemble(rows, window, self.key, self.estimate)
 
 
 @dataclass(frozen=True)
@@ -992,16 +986,6 @@ def partition(partition_id: int) -> Row | None:
     return PARTITION.get(partition_id)
 
 
-def execution_status(execution_id: int) -> str | None:
-    """Return an execution's status, or ``None`` when there is no such execution."""
-    return (
-        JobExecution.objects.using(_using())
-        .filter(id=execution_id)
-        .values_list("status", flat=True)
-        .first()
-    )
-
-
 def job_exists(job_name: str) -> bool:
     """Return whether any definition or instance carries this job name."""
     return (
@@ -1062,34 +1046,6 @@ def parameter_values_of(instance_ids: Sequence[int]) -> dict[int, dict[str, str]
     return {
         int(row["id"]): _display_values(row["identifying_parameters"]) for row in rows
     }
-
-
-def steps_after(execution_id: int, after_id: int, limit: int) -> list[Row]:
-    """
-    Return steps created after ``after_id`` (a live view watching for new steps).
-
-    This is a fresh read from the position, not a continuation of a
-    traversal: steps that appear while an execution runs are what it is for.
-    """
-    queryset = StepExecution.objects.using(_using()).filter(
-        job_execution_id=execution_id, id__gt=after_id
-    )
-    return list(_step_values(queryset).order_by("id").values(*STEP_FIELDS)[:limit])
-
-
-def partition_totals(step_id: int) -> dict[str, int]:
-    """Return the summed counters of a step's partitions (at most 1024 rows)."""
-    totals = (
-        StepPartition.objects.using(_using())
-        .filter(step_execution_id=step_id)
-        .aggregate(
-            read=Coalesce(Sum("read_count"), 0),
-            write=Coalesce(Sum("write_count"), 0),
-            processed=Coalesce(Sum("processed_count"), 0),
-            skipped=Coalesce(Sum("filter_count"), 0),
-        )
-    )
-    return {key: int(value) for key, value in totals.items()}
 
 
 # -- the overview ------------------------------------------------------------------
