@@ -52,6 +52,7 @@ from batchboard import cursors, db
 from batchboard.cursors import Key, QuerySpec
 from batchboard.explorer import pagination
 from batchboard.explorer.pagination import CEILING, Page, Row, assemble, values_rows
+from batchboard.explorer.relations import PARTITION_PLACE
 from batchboard.expressions import Unindexed
 from batchboard.models import (
     FlowDecision,
@@ -299,12 +300,7 @@ def _step_values(queryset: QuerySet[StepExecution]) -> QuerySet[Any]:
 
 
 PARTITION_FIELDS = (
-    "id",
-    "step_execution_id",
-    "worker_step_execution_id",
-    "partition_key",
-    "partition_ordinal",
-    "status",
+    *PARTITION_PLACE,
     "exit_code",
     *ITEM_COUNTERS,
     "version",

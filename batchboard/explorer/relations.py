@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from django.db import connections
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -28,16 +28,11 @@ from django.db.models.functions import Coalesce
 from batchboard import db
 from batchboard.explorer.pagination import Row, values_rows
 from batchboard.models import JobExecution, StepPartition
+from batchboard.schema import ITEM_COUNTERS
 
-#: The counters a parent step rolls up from its partitions.
-ROLLED_UP = (
-    "read_count",
-    "processed_count",
-    "write_count",
-    "filter_count",
-    "commit_count",
-    "rollback_count",
-)
+#: The counters a parent step rolls up from its partitions: every item
+#: counter a partition has.
+ROLLED_UP: Final = ITEM_COUNTERS
 
 #: Partition statuses grouped into a progress bar's segments, in drawing
 #: order: what finished well, what failed, what stopped, what runs, what waits.
@@ -49,13 +44,19 @@ SEGMENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("waiting", ("STARTING",)),
 )
 
-_PARTITION_COLUMNS = (
+#: What places a partition row: its id, its parent and worker steps, its
+#: key and ordinal, its status (every partition row read starts with these).
+PARTITION_PLACE: Final = (
     "id",
     "step_execution_id",
     "worker_step_execution_id",
     "partition_key",
     "partition_ordinal",
     "status",
+)
+
+_PARTITION_COLUMNS = (
+    *PARTITION_PLACE,
     "read_count",
     "write_count",
     "filter_count",

@@ -305,15 +305,14 @@ def _row_stand_in(row: Row) -> Row:
         ),
         "stop_requested_at": bool(row.get("stop_requested_at")) or None,
         "created": (
-            {
-                "iso": stands["created.iso"],
-                "text": stands["created.text"],
-                "ago": stands["created.ago"],
-            }
-            if row.get("created") is not None
-            else None
+            _moment(stands, "created") if row.get("created") is not None else None
         ),
     }
+
+
+def _moment(stands: Mapping[str, SafeString], path: str) -> dict[str, SafeString]:
+    """Return a time of stand-ins (a Moment's parts), its slots under ``path``."""
+    return {part: stands[f"{path}.{part}"] for part in ("iso", "text", "ago")}
 
 
 def _row_values(row: Row, paths: Sequence[Sequence[str]]) -> list[object]:
@@ -449,13 +448,7 @@ def _instance_stand_in(row: Row) -> Row:
         "latest_status": row.get("latest_status"),
         "tone": row.get("tone"),
         "created": (
-            {
-                "iso": stands["created.iso"],
-                "text": stands["created.text"],
-                "ago": stands["created.ago"],
-            }
-            if row.get("created") is not None
-            else None
+            _moment(stands, "created") if row.get("created") is not None else None
         ),
     }
 
@@ -513,11 +506,7 @@ def _job_stand_in(row: Row) -> Row:
             {
                 "status": last["status"],
                 "tone": last["tone"],
-                "created": {
-                    "iso": stands["last.created.iso"],
-                    "text": stands["last.created.text"],
-                    "ago": stands["last.created.ago"],
-                },
+                "created": _moment(stands, "last.created"),
             }
             if last
             else None
