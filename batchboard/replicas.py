@@ -57,10 +57,6 @@ SESSION_KEY = "batchboard_wal_position"
 #: Seconds a replica that refused a connection is not tried again (per process).
 RETRY_DOWN_SECONDS = 5.0
 
-#: The views whose reads a replica may serve: the explorer's. The console's
-#: views (dialogs, recovery proposals, purge plans) read the primary.
-REPLICA_VIEW_MODULES = ("batchboard.explorer.views",)
-
 #: A replica's lag in seconds: zero once it has replayed all it received.
 LAG_SQL = (
     "CASE WHEN pg_last_wal_receive_lsn() IS NOT DISTINCT FROM "
@@ -246,8 +242,8 @@ def reading(
     Serve the body's explorer reads from a replica or the primary, bounded.
 
     ``replica`` says whether the page may be served from a replica at all
-    (see :data:`REPLICA_VIEW_MODULES`); ``session`` holds the user's last
-    commit position. On PostgreSQL the body runs inside a transaction on the
+    (as its guard declared, :func:`batchboard.web.reads`); ``session`` holds
+    the user's last commit position. On PostgreSQL the body runs inside a transaction on the
     chosen alias with the statement timeout set locally; the transaction is
     rolled back afterwards. On SQLite the body runs as it is.
     """

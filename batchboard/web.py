@@ -6,6 +6,12 @@ for the explorer's pages (the view permissions of the models a page shows)
 and :func:`action_view` for the console's operator actions (the action's
 authorization class, :func:`batchboard.actions.permissions.may`).
 
+The guard also declares how the view reads (:func:`reads`): its GET and
+HEAD requests run in one bounded read transaction, on a replica when one
+may serve them (a reader's pages) or on the primary (an action's dialogs).
+:class:`batchboard.middleware.ReadYourWritesMiddleware` reads the
+declaration; moving a view to another module changes nothing.
+
 An anonymous visitor is sent to sign in. Everything else that stops a view
 becomes one of the error pages ``batchboard/errors/<status>.html``, a whole
 page for a plain request and a fragment for htmx: a refused permission
@@ -21,7 +27,7 @@ import abc
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, Literal
 from urllib.parse import urlencode
 
 from django.contrib.auth.views import redirect_to_login
@@ -34,7 +40,6 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
-from django_htmx.middleware import HtmxDetails
 
 from batchboard import cursors
 from batchboard.actions import permissions
@@ -43,14 +48,15 @@ from batchboard.vocabulary import ACTION_CLASSES, CONTROL_CHARACTERS
 __all__ = [
     "BadInput",
     "ErrorPage",
-    "HtmxHttpRequest",
     "has_control_characters",
     "NotFound",
+    "Reads",
     "action_view",
     "error_page",
     "first_page_url",
     "guarded",
     "reader",
+    "reads",
     "wants_fragment",
 ]
 
@@ -59,10 +65,18 @@ logger = logging.getLogger("batchboard.web")
 View = Callable[..., HttpResponse]
 
 
-class HtmxHttpRequest(HttpRequest):
-    """A request that went through django-htmx's middleware."""
+#: Where a guarded view's GET and HEAD requests read, in one bounded read
+#: transaction: a replica when one may serve them, or the primary.
+Reads = Literal["replica", "primary"]
 
-    htmx: HtmxDetails
+#: The attribute a guard sets on its view (copied by ``functools.wraps``).
+READS_ATTRIBUTE: Final = "batchboard_reads"
+
+
+def reads(view: object) -> Reads | None:
+    """Return how ``view`` reads, as its guard declared (``None``: unguarded)."""
+    declared = getattr(view, READS_ATTRIBUTE, None)
+    return declared if declared in ("replica", "primary") else None
 
 
 def wants_fragment(request: HttpRequest) -> bool:
@@ -265,12 +279,13 @@ def _cursor_message(error: cursors.CursorError) -> str:
     return _("The continuation token is damaged or not a batchboard/oxide-batch token.")
 
 
-def guarded(gate: Gate) -> Callable[[View], View]:
+def guarded(gate: Gate, source: Reads = "primary") -> Callable[[View], View]:
     """
     Wrap a view with sign-in, ``gate`` and the error pages.
 
-    Responses vary on ``HX-Request``, so a cache never serves a fragment for
-    a page or the other way round.
+    ``source`` declares where its GET and HEAD requests read (see
+    :func:`reads`). Responses vary on ``HX-Request``, so a cache never
+    serves a fragment for a page or the other way round.
     """
 
     def decorator(view: View) -> View:
@@ -333,6 +348,7 @@ def guarded(gate: Gate) -> Callable[[View], View]:
                 retry = request.get_full_path() if request.method == "GET" else None
                 return error_page(request, 503, *gate.unavailable(), retry)
 
+        setattr(wrapped, READS_ATTRIBUTE, source)
         return wrapped
 
     return decorator
@@ -341,9 +357,9 @@ def guarded(gate: Gate) -> Callable[[View], View]:
 def reader(*needed: str) -> Callable[[View], View]:
     """
     Guard a page that shows records (GET and HEAD): the view permissions
-    ``needed``.
+    ``needed``. A replica may serve it.
     """
-    guard = guarded(ReadGate(needed))
+    guard = guarded(ReadGate(needed), source="replica")
 
     def decorator(view: View) -> View:
         return require_safe(guard(view))
@@ -355,5 +371,6 @@ def action_view(action: str, *needed: str) -> Callable[[View], View]:
     """
     Guard an operator action: the authorization class of ``action``, and the
     view permissions ``needed`` of the page its dialog shows records of.
+    Its dialogs read the primary: an action's evidence is the primary's.
     """
-    return guarded(ActionGate(action, needed))
+    return guarded(ActionGate(action, needed), source="primary")

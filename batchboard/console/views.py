@@ -43,8 +43,9 @@ from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
 from batchboard.explorer import inputs, queries
 from batchboard.explorer.access import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
+from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page
-from batchboard.explorer.presenters import link, outcome_tone
+from batchboard.explorer.presenters import outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (

@@ -35,8 +35,9 @@ from batchboard.explorer.inputs import (
     ListForm,
     TextField,
 )
+from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page, Row, Window
-from batchboard.explorer.presenters import Clock, link, outcome_tone, status_change
+from batchboard.explorer.presenters import Clock, outcome_tone, status_change
 from batchboard.models import JobExecution, OperatorRequest, RetentionAction
 from batchboard.schema import v4
 from batchboard.vocabulary import OUTCOME_CLASSES

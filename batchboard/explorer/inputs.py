@@ -23,7 +23,6 @@ from django.utils.translation import gettext_lazy as _
 
 from batchboard import conf, cursors
 from batchboard.vocabulary import (
-    MAX_BIGINT,
     MAX_PAGE_SIZE,
     MAX_UNRESOLVED_AGE,
     MIN_PAGE_SIZE,
@@ -309,16 +308,7 @@ class UnresolvedForm(ListForm):
 
 
 class ExecutionForm(ListForm):
-    """The execution page; ``after`` asks for the steps created after a step id."""
-
-    after = WholeNumberField(
-        0,
-        MAX_BIGINT,
-        error_messages={
-            "invalid": _("The step position must be a step id."),
-            "range": _("The step position must be a step id."),
-        },
-    )
+    """The execution page: its list settings and the step rows it shows."""
 
     #: How many step rows the page shows, from the first: "load more" adds
     #: to it and the live region re-reads that many, up to the page bound.
@@ -336,11 +326,6 @@ class ExecutionForm(ListForm):
     )
 
     titles = {**ListForm.titles, "shown": _("Rows shown out of range")}
-
-    @property
-    def after_id(self) -> int | None:
-        after = self.cleaned_data["after"]
-        return None if after is None else int(after)
 
     @property
     def rows(self) -> int:

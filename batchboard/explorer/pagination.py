@@ -41,8 +41,6 @@ class Page:
     next_cursor: str | None = None
     truncated: bool = False
     first: bool = True
-    #: Where the page starts: the cursor's position, empty on a first page.
-    position: tuple[Any, ...] = ()
 
     @property
     def has_more(self) -> bool:

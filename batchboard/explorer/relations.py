@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from django.db import connections
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -40,13 +40,19 @@ SEGMENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("waiting", ("STARTING",)),
 )
 
-_PARTITION_COLUMNS = (
+#: What places a partition row: its id, its parent and worker steps, its
+#: key and ordinal, its status (every partition row read starts with these).
+PARTITION_PLACE: Final = (
     "id",
     "step_execution_id",
     "worker_step_execution_id",
     "partition_key",
     "partition_ordinal",
     "status",
+)
+
+_PARTITION_COLUMNS = (
+    *PARTITION_PLACE,
     "read_count",
     "write_count",
     "filter_count",

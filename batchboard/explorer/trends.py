@@ -27,9 +27,11 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from batchboard import db
-from batchboard.explorer import queries
+from batchboard.explorer import overview
+from batchboard.explorer.links import url_pattern
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, Stamp, look, slot, stamp, url_pattern
+from batchboard.explorer.presenters import Clock, look
+from batchboard.explorer.stamps import Stamp, slot, stamp
 from batchboard.models import StepExecution
 from batchboard.vocabulary import (
     GRID_RUNS,
@@ -57,7 +59,7 @@ _RUN_COLUMNS = (
 
 def recent_runs(job_name: str, limit: int = TREND_RUNS) -> list[Row]:
     """Return a job's latest ``limit`` executions, newest first (one statement)."""
-    return queries.latest_runs([job_name], limit, _RUN_COLUMNS)[job_name]
+    return overview.latest_runs([job_name], limit, _RUN_COLUMNS)[job_name]
 
 
 def grid_steps(execution_ids: Sequence[int]) -> list[Row]:

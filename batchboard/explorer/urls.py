@@ -11,7 +11,7 @@ from django.urls import path, register_converter
 
 from batchboard.cursors import MAX_NAME_BYTES
 from batchboard.explorer import views
-from batchboard.explorer.presenters import job_name_from_path, job_segment
+from batchboard.explorer.links import job_name_from_path, job_segment
 
 
 class JobNameConverter:
@@ -20,7 +20,7 @@ class JobNameConverter:
 
     The server has decoded the path before it is matched, so ``a%2Fb`` and
     ``a/b`` both arrive as ``a/b``: the name may span several segments.
-    Pages link with ``/`` percent-encoded (:class:`.presenters.Links`), one
+    Pages link with ``/`` percent-encoded (:class:`.links.Links`), one
     segment, so a name holding ``/../`` survives the browser's path
     normalisation. ``to_url`` serves ``reverse()``, which keeps ``/`` as is.
     """

@@ -27,7 +27,7 @@ from django_htmx.http import replace_url
 from batchboard import actions, conf
 from batchboard.actions import permissions
 from batchboard.explorer import audit as audit_log
-from batchboard.explorer import inputs, queries, relations, trends
+from batchboard.explorer import inputs, overview, queries, relations, trends
 from batchboard.explorer.access import (
     PARAMETER_VALUES,
     VIEW_AUDIT,
@@ -36,15 +36,9 @@ from batchboard.explorer.access import (
     VIEW_OVERVIEW,
     VIEW_PARTITIONS,
 )
+from batchboard.explorer.links import job_filter_url, job_url, link, url_pattern
 from batchboard.explorer.pagination import Page, Row
-from batchboard.explorer.presenters import (
-    SHOWN_PARAMETERS,
-    Presenter,
-    job_filter_url,
-    job_url,
-    link,
-    url_pattern,
-)
+from batchboard.explorer.presenters import SHOWN_PARAMETERS, Presenter
 from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
@@ -202,7 +196,9 @@ def index(request: HttpRequest) -> HttpResponse:
     page = queries.job_names(form.page_size, form.token)
     names = [row["job_name"] for row in page.rows]
     present = Presenter()
-    jobs = present.jobs(names, queries.job_strips(names), queries.running_counts(names))
+    jobs = present.jobs(
+        names, overview.job_strips(names), overview.running_counts(names)
+    )
     # The attention panel is its own fragment, loaded with the page and
     # polled while runs are stuck: see attention().
     return _list(request, form, page, present, OVERVIEW, {"jobs": jobs})

@@ -20,14 +20,8 @@ from django.urls import get_script_prefix, get_urlconf
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
-from batchboard.explorer.presenters import (
-    NOTHING,
-    Clock,
-    execution_lines,
-    group_digits,
-    instance_lines,
-    job_lines,
-)
+from batchboard.explorer.presenters import NOTHING, Clock, group_digits
+from batchboard.explorer.stamps import execution_lines, instance_lines, job_lines
 
 register = template.Library()
 
@@ -85,7 +79,7 @@ def execution_rows(context: Context, rows: list[dict[str, Any]]) -> SafeString:
     Render execution rows through partials/execution_row.html, stamped.
 
     The same markup as including the row template with ``rows``, rendered
-    once per row shape (presenters.execution_lines).
+    once per row shape (stamps.execution_lines).
     """
     return execution_lines(
         rows,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -12,6 +13,9 @@ from django.test import Client
 from batchboard.digests import JobParameter
 from batchboard.models import JobExecution, JobInstance, StepExecution
 from tests import factories
+
+#: The one moment the presenter and stamp tests present rows as of.
+NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 READ_MODELS = (
     "jobdefinition",
@@ -117,3 +121,20 @@ def history(db: None) -> History:
         partitioned=partitioned,
         executions=executions,
     )
+
+
+def execution_row(**values: Any) -> dict[str, Any]:
+    """Return an execution row as the list query reads it, ``values`` over it."""
+    row = {
+        "id": 7,
+        "job_instance_id": 3,
+        "job_name": "nightly",
+        "attempt": 1,
+        "status": "STARTED",
+        "created_at": NOW - timedelta(hours=1),
+        "started_at": NOW - timedelta(minutes=59),
+        "ended_at": None,
+        "updated_at": NOW - timedelta(minutes=1),
+    }
+    row.update(values)
+    return row

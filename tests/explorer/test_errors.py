@@ -13,7 +13,7 @@ from django.utils.html import escape
 
 from batchboard import cursors
 from batchboard.explorer import queries
-from batchboard.explorer.presenters import _escaped_dots, job_url
+from batchboard.explorer.links import _escaped_dots, job_url
 from tests import factories
 from tests.explorer.conftest import History
 

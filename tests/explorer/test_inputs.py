@@ -78,13 +78,6 @@ def test_age_bound_is_a_minute_to_thirty_days(age: str) -> None:
     assert "age bound" in raised.value.message
 
 
-def test_step_position_is_a_step_id() -> None:
-    assert _read(inputs.ExecutionForm, after="0").after_id == 0
-    assert _read(inputs.ExecutionForm).after_id is None
-    with pytest.raises(BadInput, match="step id"):
-        _read(inputs.ExecutionForm, after="-1")
-
-
 def test_rows_shown_are_a_page_size_or_what_was_loaded() -> None:
     assert _read(inputs.ExecutionForm).rows == 50
     assert _read(inputs.ExecutionForm, size="20").rows == 20

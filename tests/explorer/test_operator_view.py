@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from batchboard.digests import JobParameter
-from batchboard.explorer import presenters, relations
+from batchboard.explorer import links, presenters, relations
 from batchboard.models import JobExecution, StepExecution
 from batchboard.vocabulary import PARTITION_WORKER_PREFIX
 from tests import factories
@@ -358,16 +358,14 @@ def test_unresolved_triage_links_reverse_no_url_per_row(db: None) -> None:
     calls = []
     for count, offset in ((2, 0), (8, 100)):
         stuck(count, offset)
-        presenters._pattern.cache_clear()
+        links._pattern.cache_clear()
         with (
             mock.patch.object(
                 django.urls,
                 "reverse",
                 wraps=django.urls.reverse,
             ) as in_templates,
-            mock.patch.object(
-                presenters, "reverse", wraps=presenters.reverse
-            ) as in_code,
+            mock.patch.object(links, "reverse", wraps=links.reverse) as in_code,
         ):
             body = _get(client, url)
         calls.append(in_templates.call_count + in_code.call_count)
@@ -526,7 +524,7 @@ def test_job_instance_and_execution_pages_link_the_jobs_audit_log(
     execution = factories.execution(instance, "COMPLETED")
     audit = f'href="{reverse("batchboard:audit")}?job=ops%2Fnightly"'
     for url in (
-        presenters.job_url("ops/nightly"),
+        links.job_url("ops/nightly"),
         reverse("batchboard:instance", args=[instance.pk]),
         reverse("batchboard:execution", args=[execution.pk]),
     ):

@@ -202,12 +202,6 @@ def test_live_region_lists_steps_created_after_the_page_opened(
     assert "live, refreshing" not in done
 
 
-def test_step_watcher_rejects_a_bad_position(reader: Client, history: History) -> None:
-    url = reverse("batchboard:execution", args=[history.restart.pk])
-    assert reader.get(f"{url}?after=x", **HTMX).status_code == 400
-    assert reader.get("/executions/999999/?after=1", **HTMX).status_code == 404
-
-
 def test_attention_panel_polls_while_something_is_stuck(
     reader: Client, history: History
 ) -> None:

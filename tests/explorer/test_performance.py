@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard.explorer import queries
+from batchboard.explorer import overview, queries
 from tests import factories
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -199,7 +199,7 @@ def test_executions_of_a_rare_job_walk_the_instance_index(db: None) -> None:
 @pytest.mark.postgresql
 def test_overview_strip_of_a_rare_job_uses_the_name_index(db: None) -> None:
     _seed_history_in_bulk(rare_at=100, total=30000)
-    plan = _plan_of(lambda: queries.job_strips(["rare-job"]))
+    plan = _plan_of(lambda: overview.job_strips(["rare-job"]))
     assert "ob_job_instance_name_identity" in plan, plan
     assert "ob_job_instance_pkey" not in plan, plan
 
@@ -209,7 +209,7 @@ def test_running_counts_read_the_unresolved_executions_and_no_instance(
     db: None,
 ) -> None:
     _seed_history_in_bulk(rare_at=100, total=30000)
-    plan = _plan_of(lambda: queries.running_counts(["rare-job", "busy-job"]))
+    plan = _plan_of(lambda: overview.running_counts(["rare-job", "busy-job"]))
     assert "ob_job_execution_one_unresolved" in plan, plan
     assert "Seq Scan on ob_job_execution" not in plan, plan
     assert "ob_job_instance" not in plan, plan

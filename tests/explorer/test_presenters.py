@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils.safestring import SafeString
 
 from batchboard.explorer import presenters
 from batchboard.explorer.presenters import Clock, Presenter
 from batchboard.vocabulary import STATUSES
-from tests.explorer.conftest import History
-
-NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+from tests.explorer.conftest import NOW, execution_row
 
 
 def test_every_status_has_a_look() -> None:
@@ -73,25 +68,9 @@ def test_values_are_escaped_once_where_they_come_from_outside() -> None:
     assert "&lt;i&gt;" in label
 
 
-def _execution_row(**values: Any) -> dict[str, Any]:
-    row = {
-        "id": 7,
-        "job_instance_id": 3,
-        "job_name": "nightly",
-        "attempt": 1,
-        "status": "STARTED",
-        "created_at": NOW - timedelta(hours=1),
-        "started_at": NOW - timedelta(minutes=59),
-        "ended_at": None,
-        "updated_at": NOW - timedelta(minutes=1),
-    }
-    row.update(values)
-    return row
-
-
 @pytest.mark.django_db
 def test_execution_rows_get_links_tone_and_times() -> None:
-    (row,) = Presenter(NOW).executions([_execution_row()], triage=True)
+    (row,) = Presenter(NOW).executions([execution_row()], triage=True)
     assert row["url"] == reverse("batchboard:execution", args=[7])
     assert row["row_url"] == reverse("batchboard:execution_row", args=[7]) + "?triage=1"
     assert row["instance_url"] == reverse("batchboard:instance", args=[3])
@@ -142,32 +121,6 @@ def test_a_trail_links_every_crumb_but_the_page_itself() -> None:
     assert listed[-2][1] == "/executions/7/"
 
 
-OVERRIDDEN_ROW = (
-    '{% for row in rows %}<tr id="bb-execution-{{ row.id }}">'
-    '<td class="site-cell">run {{ row.id }} is {{ row.status|lower }}</td>'
-    "</tr>{% endfor %}"
-)
-
-
-@pytest.mark.django_db
-def test_overriding_the_row_template_changes_the_row(
-    reader: Client, history: History, tmp_path: Path, settings: Any
-) -> None:
-    """A site's batchboard/partials/execution_row.html replaces every cell."""
-    partials = tmp_path / "batchboard" / "partials"
-    partials.mkdir(parents=True)
-    (partials / "execution_row.html").write_text(OVERRIDDEN_ROW)
-    templates = [dict(settings.TEMPLATES[0])]
-    templates[0]["DIRS"] = [tmp_path, *templates[0]["DIRS"]]
-    with override_settings(TEMPLATES=templates):
-        body = reader.get(reverse("batchboard:executions")).content.decode()
-    assert f'<td class="site-cell">run {history.failed.pk} is failed</td>' in body
-    assert 'class="bb-status' not in body.split('id="bb-rows"', 1)[1]
-    plain = reader.get(reverse("batchboard:executions")).content.decode()
-    assert "site-cell" not in plain
-    assert '<span class="bb-status bb-status--bad">FAILED</span>' in plain
-
-
 @pytest.mark.parametrize(
     ("status", "exit_code", "running", "text", "pending"),
     [
@@ -187,15 +140,6 @@ def test_an_unresolved_run_shows_no_exit_code(
 ) -> None:
     row = Presenter().exit({"status": status, "exit_code": exit_code}, running=running)
     assert (row["exit_text"], row["exit_pending"]) == (text, pending)
-
-
-def test_job_filtered_links_have_one_builder() -> None:
-    assert presenters.job_filter_url("batchboard:executions", "a/b c&d") == (
-        f"{reverse('batchboard:executions')}?job=a%2Fb+c%26d"
-    )
-    assert presenters.job_filter_url("batchboard:audit", "nightly") == (
-        f"{reverse('batchboard:audit')}?job=nightly"
-    )
 
 
 def test_outcomes_have_one_tone_each() -> None:
@@ -268,73 +212,6 @@ def test_a_strip_s_chips_are_its_template_filled_per_run() -> None:
     assert "&lt;COMPLETED&gt;" in job["chips"] and "<COMPLETED>" not in job["chips"]
 
 
-def test_a_stamp_places_each_slot_wherever_its_template_does() -> None:
-    chip = presenters.stamp(
-        "batchboard/partials/strip_chip.html",
-        {
-            "tone": "good",
-            "mark": "✓",
-            "status": "a&b",
-            "url": presenters.slot(0),
-            "title": presenters.slot(1),
-            "id": presenters.slot(0),
-        },
-        2,
-    )
-    filled = chip.fill(41, "t")
-    assert filled.count("41") == 2 and 'title="t"' in filled
-    assert "a&amp;b" in filled and "bbslot" not in filled
-
-
-def _shaped_rows() -> list[dict[str, Any]]:
-    """Execution rows of every shape the row template decides on."""
-    ended = NOW - timedelta(minutes=30)
-    rows = []
-    for pk, status in enumerate(STATUSES, 1):
-        finished = status in ("STOPPED", "FAILED", "COMPLETED", "ABANDONED")
-        rows.append(
-            _execution_row(
-                id=pk,
-                status=status,
-                job_name=f"<job & {pk}>",
-                ended_at=ended if finished else None,
-                exit_code="<exit>" if finished else "UNKNOWN",
-                failure_category="USER_COMPONENT" if status == "FAILED" else None,
-                failure_id=40 + pk if status == "FAILED" else None,
-                stop_requested_at=NOW if status == "STOPPING" else None,
-                owner_recorded=pk % 2 == 0,
-            )
-        )
-    return rows
-
-
-@pytest.mark.parametrize("triage", [False, True])
-@pytest.mark.parametrize("may", [False, True])
-def test_stamped_execution_rows_are_the_row_template_rendered(
-    triage: bool, may: bool
-) -> None:
-    """execution_lines gives what rendering execution_row.html with the rows gives."""
-    from django.template.loader import render_to_string
-
-    present = Presenter(NOW)
-    rows = present.executions(_shaped_rows(), triage=triage)
-    present.restarts(rows, {5: {"id": 99, "status": "COMPLETED"}})
-    settings = {"triage": triage, "may_stop": may, "may_recover": may}
-    expected = render_to_string(
-        "batchboard/partials/execution_row.html",
-        {"rows": rows, "poll_seconds": 3, **settings},
-    )
-    stamped = presenters.execution_lines(rows, poll_seconds=3, **settings)
-
-    def rows_of(markup: str) -> str:
-        # Each stamped row keeps the template's trailing newline.
-        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
-
-    assert rows_of(stamped) == rows_of(expected)
-    assert stamped.count("<tr ") == len(rows) == expected.count("<tr ")
-    assert "&lt;job &amp; 1&gt;" in stamped and "bbslot" not in stamped
-
-
 def test_parameter_values_are_escaped_and_cut_in_their_template() -> None:
     present = Presenter(NOW)
     long = "x" * 100
@@ -346,98 +223,3 @@ def test_parameter_values_are_escaped_and_cut_in_their_template() -> None:
     assert '<span class="bb-param-name">note</span>' in chips
     again = present.parameter_values([("run", "STRING", "a"), ("note", "STRING", "b")])
     assert '<code class="bb-param-value">a</code>' in again and "bbslot" not in again
-
-
-def test_stamped_instance_rows_are_the_row_template_rendered() -> None:
-    """instance_lines gives what rendering instance_row.html with the rows gives."""
-    from django.template.loader import render_to_string
-
-    present = Presenter(NOW)
-    base = {
-        "job_name": "nightly",
-        "created_at": NOW - timedelta(days=1),
-        "hold_actor": None,
-        "hold_reason": None,
-        "hold_placed_at": None,
-    }
-    rows = present.instances(
-        [
-            {
-                **base,
-                "id": 1,
-                "parameters": [("run", "STRING")],
-                "latest_id": 10,
-                "latest_attempt": 2,
-                "latest_status": "FAILED",
-            },
-            {
-                **base,
-                "id": 2,
-                "parameters": [(f"p{n}", "LONG") for n in range(10)],
-                "hold_actor": "<ops>",
-                "hold_reason": "a & b",
-                "latest_id": None,
-                "latest_attempt": None,
-                "latest_status": None,
-            },
-            {
-                **base,
-                "id": 3,
-                "parameters": [],
-                "latest_id": 12,
-                "latest_attempt": 1,
-                "latest_status": "COMPLETED",
-            },
-        ]
-    )
-    rows[0]["parameter_values"] = [("run", "STRING", "<2026>")]
-    rows[0]["parameter_value_chips"] = present.parameter_values(
-        rows[0]["parameter_values"]
-    )
-    expected = render_to_string("batchboard/partials/instance_row.html", {"rows": rows})
-    stamped = presenters.instance_lines(rows)
-
-    def rows_of(markup: str) -> str:
-        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
-
-    assert rows_of(stamped) == rows_of(expected)
-    assert "held by &lt;ops&gt;: a &amp; b" in stamped and "bbslot" not in stamped
-    assert "&lt;2026&gt;" in stamped and "+2 more" in stamped
-
-
-def test_stamped_job_rows_are_the_row_template_rendered() -> None:
-    """job_lines gives what rendering job_row.html with the overview's rows gives."""
-    from django.template.loader import render_to_string
-
-    present = Presenter(NOW)
-
-    def run(pk: int, status: str, created: bool = False) -> dict[str, Any]:
-        return {
-            "id": pk,
-            "status": status,
-            "attempt": 1 + pk % 3,
-            "job_instance_id": pk,
-            "created_at": NOW - timedelta(minutes=pk) if created else None,
-        }
-
-    strips = {
-        "<busy & {x}>": [
-            run(9, "STARTED", True),
-            run(8, "FAILED"),
-            run(7, "COMPLETED"),
-        ],
-        "quiet": [run(5, "COMPLETED", True)],
-        "never": [],
-    }
-    rows = present.jobs(list(strips), strips, {"<busy & {x}>": 2})
-    expected = render_to_string("batchboard/partials/job_row.html", {"rows": rows})
-    stamped = presenters.job_lines(rows)
-
-    def rows_of(markup: str) -> str:
-        return re.sub(r"</tr>\s*<tr", "</tr><tr", markup).strip()
-
-    assert rows_of(stamped) == rows_of(expected)
-    assert stamped.count("<tr>") == 3 and "bbslot" not in stamped
-    # Braces in a value are placed as they are (the stamp's pattern escapes its own).
-    assert "&lt;busy &amp; {x}&gt;" in stamped and "2 running" in stamped
-    assert "no executions" in stamped

@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from batchboard import cursors, vocabulary
 from batchboard.actions import retention
-from batchboard.explorer import queries, trends
+from batchboard.explorer import overview, queries, trends
 from batchboard.models import JobExecution, JobInstance
 from tests import factories
 
@@ -152,7 +152,7 @@ def _get(client: Client, url: str) -> None:
 def test_overview_strips_walk_each_job_s_instances(
     reader: Client, history: dict[str, Any]
 ) -> None:
-    (plan,) = _assert_bounded(lambda: queries.job_strips(["busy-job", "rare-job"]))
+    (plan,) = _assert_bounded(lambda: overview.job_strips(["busy-job", "rare-job"]))
     text = "\n".join(plan)
     assert text.count("USING COVERING INDEX ob_job_instance_name_identity") == 2
     assert "ob_job_execution_instance_latest (job_instance_id=?)" in text
@@ -163,7 +163,7 @@ def test_overview_strips_walk_each_job_s_instances(
 def test_running_counts_read_the_unresolved_index_outward(
     history: dict[str, Any],
 ) -> None:
-    (plan,) = _assert_bounded(lambda: queries.running_counts(["busy-job", "rare-job"]))
+    (plan,) = _assert_bounded(lambda: overview.running_counts(["busy-job", "rare-job"]))
     # The unresolved executions outside, each one's definition looked up by
     # id: not the definitions outside, each probing the executions.
     assert plan[0] == f"SCAN x {_UNRESOLVED_INDEX}"

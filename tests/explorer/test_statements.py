@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from batchboard.explorer import pagination, queries, relations
+from batchboard.explorer import overview, pagination, queries, relations
 from batchboard.models import JobExecution, StepPartition
 from batchboard.vocabulary import UNRESOLVED
 from tests.explorer.conftest import History
@@ -139,11 +139,11 @@ def test_overview_reads_match_the_orm(
     names = ["nightly-import", "billing.export", "nothing-here"]
     monkeypatch.setattr(pagination, "STATEMENTS", {})
     compiled = [
-        (queries.running_counts(names), queries.recent_failures()) for _ in range(2)
+        (overview.running_counts(names), queries.recent_failures()) for _ in range(2)
     ]
     assert all(pagination.STATEMENTS.values()), "a shape went through the ORM"
     monkeypatch.setattr(pagination, "STATEMENTS", _NothingKept())
-    through_orm = (queries.running_counts(names), queries.recent_failures())
+    through_orm = (overview.running_counts(names), queries.recent_failures())
     assert _typed(compiled) == _typed([through_orm] * 2)
     assert compiled[0][0] and compiled[0][1]
     assert _aware(compiled)
@@ -197,8 +197,8 @@ def test_running_counts_count_each_job_s_unresolved_executions(
         ).count()
         for name in names
     }
-    assert queries.running_counts(names) == {
+    assert overview.running_counts(names) == {
         name: count for name, count in expected.items() if count
     }
     assert sum(expected.values()) > 0
-    assert queries.running_counts([]) == {}
+    assert overview.running_counts([]) == {}

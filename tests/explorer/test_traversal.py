@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from batchboard.explorer import queries
+from batchboard.explorer import overview, queries
 from batchboard.models import JobExecution, JobInstance, StepExecution
 from tests import factories
 
@@ -354,14 +354,14 @@ def test_job_strips_list_latest_executions_newest_first(db: None) -> None:
     retry = factories.execution(older, "COMPLETED", restart_of=first)
     newer = factories.instance("strip-job")
     latest = factories.execution(newer, "STARTED")
-    strips = queries.job_strips(["strip-job", "no-such-job"], length=2)
+    strips = overview.job_strips(["strip-job", "no-such-job"], length=2)
     assert [run["id"] for run in strips["strip-job"]] == [latest.pk, retry.pk]
     # Only the newest run's creation time is read (the overview shows it).
     newest, earlier = strips["strip-job"]
     assert newest["created_at"] == latest.created_at
     assert earlier["created_at"] is None
-    full = queries.latest_runs(["strip-job"], 3, queries.RUN_COLUMNS)["strip-job"]
+    full = overview.latest_runs(["strip-job"], 3, overview.RUN_COLUMNS)["strip-job"]
     assert [run["id"] for run in full] == [latest.pk, retry.pk, first.pk]
     assert full[2]["created_at"] == first.created_at and "ended_at" in full[2]
     assert strips["no-such-job"] == []
-    assert queries.running_counts(["strip-job"]) == {"strip-job": 1}
+    assert overview.running_counts(["strip-job"]) == {"strip-job": 1}
