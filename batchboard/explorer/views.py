@@ -11,6 +11,7 @@ Sign-in, permissions and the error pages are :func:`batchboard.web.reader`'s.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -266,7 +267,7 @@ def job_history(request: HttpRequest, job_name: str) -> HttpResponse:
     its own. A plain request (the address opened by hand) goes to the page.
     """
     if not wants_fragment(request):
-        return HttpResponseRedirect(job_url(job_name))
+        return HttpResponseRedirect(_job_location(job_name))
     present = Presenter()
     history = trends.job_history(job_name, present.clock)
     if not history["trend"].bars and not queries.job_exists(job_name):
@@ -276,6 +277,19 @@ def job_history(request: HttpRequest, job_name: str) -> HttpResponse:
         "batchboard/partials/job_history.html",
         _context(request, present, job_name=job_name, **history),
     )
+
+
+def _job_location(job_name: str) -> str:
+    """
+    Return a job page's address for a ``Location`` header: a URL, not HTML.
+
+    :func:`job_url` is the link as a template places it, HTML-escaped
+    (``&`` as ``&amp;``); a redirect carries the URL itself. Unescaping
+    the escaped link gives that URL back exactly, with the job segment
+    percent-encoded as every link has it (``/`` as ``%2F``, so the browser
+    keeps the name one segment), which ``reverse()`` would not do.
+    """
+    return html.unescape(job_url(job_name))
 
 
 def _with_values(present: Presenter, rows: list[Row]) -> None:
@@ -587,10 +601,9 @@ def _more_steps(
     )
     response = render(request, "batchboard/partials/step_rows.html", context)
     if page.rows:
-        replace_url(
-            response,
-            f"{link('batchboard:execution', execution_id)}?{urlencode({'shown': shown})}",
-        )
+        # A header carries the URL itself, not the escaped link of a template.
+        page_url = reverse("batchboard:execution", args=[execution_id])
+        replace_url(response, f"{page_url}?{urlencode({'shown': shown})}")
     return response
 
 
