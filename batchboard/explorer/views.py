@@ -817,5 +817,8 @@ def audit(request: HttpRequest) -> HttpResponse:
         "unserved": unserved,
         "unserved_labels": [label for label, _columns in unserved],
         "filtered": bool(form.asked()),
+        "other_filters": bool(set(form.asked()) - {"operation"}),
+        # Each row's operation id links to the log filtered by it.
+        "audit_url": reverse("batchboard:audit"),
     }
     return _list(request, form, found.page, present, AUDIT_LOG, context)
