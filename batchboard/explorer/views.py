@@ -35,7 +35,9 @@ from batchboard.explorer.access import (
     VIEW_EXECUTION_PAGE,
     VIEW_EXECUTIONS,
     VIEW_OVERVIEW,
+    VIEW_PARTITION_ROWS,
     VIEW_PARTITIONS,
+    VIEW_STEP_ROWS,
 )
 from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import (
@@ -269,7 +271,10 @@ def job_history(request: HttpRequest, job_name: str) -> HttpResponse:
     if not wants_fragment(request):
         return HttpResponseRedirect(_job_location(job_name))
     present = Presenter()
-    history = trends.job_history(job_name, present.clock)
+    # The grid lists steps: only for a reader who may view them.
+    history = trends.job_history(
+        job_name, present.clock, steps=request.user.has_perm(VIEW_STEP_ROWS)
+    )
     if not history["trend"].bars and not queries.job_exists(job_name):
         raise NotFound(_("job named “%(name)s”") % {"name": job_name})
     return render(
@@ -401,6 +406,9 @@ class AuditList:
     head: str
     rows: str
     columns: int
+    #: The model its rows are records of, as templates mark a region
+    #: (``data-bb-records``: the view permission's codename after ``view_``).
+    records: str
 
     def url(self, execution_id: int) -> str | None:
         return link(f"batchboard:{self.url_name}", execution_id)
@@ -416,6 +424,7 @@ AUDIT_LISTS = (
         "batchboard/partials/flow_head.html",
         "batchboard/partials/flow_rows.html",
         7,
+        "flowdecision",
     ),
     AuditList(
         "recovery_decisions",
@@ -426,6 +435,7 @@ AUDIT_LISTS = (
         "batchboard/partials/recovery_head.html",
         "batchboard/partials/recovery_rows.html",
         7,
+        "recoverydecision",
     ),
     AuditList(
         "operator_requests",
@@ -436,6 +446,7 @@ AUDIT_LISTS = (
         "batchboard/partials/request_head.html",
         "batchboard/partials/request_rows.html",
         8,
+        "operatorrequest",
     ),
 )
 
@@ -471,15 +482,21 @@ def _may(request: HttpRequest) -> dict[str, bool]:
     }
 
 
-def _step_rows(present: Presenter, found: Row, page: Page) -> list[Row]:
+def _step_rows(
+    present: Presenter, found: Row, page: Page, with_partitions: bool
+) -> list[Row]:
     """
     Return a page of an execution's steps, worker steps grouped under parents.
 
     Two bounded reads beside the page: the parents' partition rollups, and
-    the partitions of the parents and of the workers on the page.
+    the partitions of the parents and of the workers on the page. Without
+    ``with_partitions`` (a reader who may not view them, whose page of steps
+    counted none) neither is read: each step is a row of its own.
     """
     execution_id = int(found["id"])
     rows = present.steps(page.rows, found)
+    if not with_partitions:
+        return present.group(rows, [], {})
     parents = [int(row["id"]) for row in rows if row["partitions_total"]]
     workers = [
         int(row["id"])
@@ -526,8 +543,9 @@ def _live_region(
     )
     found["previous_attempt"] = present.attempt(before)
     found["next_attempt"] = present.attempt(after)
-    page = queries.steps(execution_id, size, token)
-    top = _step_rows(present, found, page)
+    partitions = request.user.has_perm(VIEW_PARTITION_ROWS)
+    page = queries.steps(execution_id, size, token, partitions=partitions)
+    top = _step_rows(present, found, page, partitions)
     preview = min(size, PREVIEW_ROWS)
     sections = []
     for audit in AUDIT_LISTS:
@@ -548,6 +566,7 @@ def _live_region(
         ),
         timeline=present.timeline(found, top),
         audit=sections,
+        show_partitions=partitions,
         # The recovery form is offered only to an execution that qualifies.
         recovery_url=(
             link("batchboard:recovery_proposal", execution_id) if stale else None
@@ -588,13 +607,16 @@ def _more_steps(
     """
     execution_id = int(found["id"])
     present = Presenter()
-    page = queries.steps(execution_id, form.page_size, form.token)
+    partitions = request.user.has_perm(VIEW_PARTITION_ROWS)
+    page = queries.steps(
+        execution_id, form.page_size, form.token, partitions=partitions
+    )
     shown = min(form.rows + form.page_size, MAX_PAGE_SIZE)
     context = _context(
         request,
         present,
         page=page,
-        steps=_step_rows(present, found, page),
+        steps=_step_rows(present, found, page, partitions),
         next_url=_steps_next_url(execution_id, page, shown),
         shown=shown,
         shown_out_of_band=True,
