@@ -22,7 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tests import factories
-from tests.explorer.conftest import History
+from tests.explorer.conftest import READ_MODELS, History
 from tests.explorer.test_audit import _retention
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -122,18 +122,7 @@ def test_each_page_shows_no_region_whose_read_permission_is_missing(
     # Every marker names a read permission, and the pages list every kind
     # of record a reader may be refused.
     assert {f"view_{token}" for token in shown} <= set(permissions), shown
-    assert shown >= {
-        "jobdefinition",
-        "jobinstance",
-        "jobexecution",
-        "stepexecution",
-        "steppartition",
-        "flowdecision",
-        "recoverydecision",
-        "operatorrequest",
-        "retentionaction",
-        "parameter_values",
-    }, shown
+    assert shown >= {*READ_MODELS, "retentionaction", "parameter_values"}, shown
     for codename in permissions:
         lacking = _user(f"without-{codename}", lacking=codename)
         model = codename.removeprefix("view_")
@@ -156,16 +145,27 @@ def _statements(client: Client, url: str, **headers: str) -> list[str]:
     return [query["sql"] for query in captured.captured_queries]
 
 
+def _compared(
+    url: str, codename: str, **headers: str
+) -> tuple[list[str], list[str], Client]:
+    """
+    Return the statements ``url`` runs for a user holding every permission
+    and for one lacking ``codename``, with the latter's client; each user
+    opens it once before, so session and permission caches are warm alike.
+    """
+    everything = _user("everything")
+    lacking = _user(f"without-{codename}", lacking=codename)
+    for client in (everything, lacking):
+        client.get(url, **headers)
+    shown = _statements(everything, url, **headers)
+    return shown, _statements(lacking, url, **headers), lacking
+
+
 def test_the_job_grid_is_neither_read_nor_shown_without_the_step_permission(
     history: History,
 ) -> None:
     url = reverse("batchboard:job_history", args=[history.instance.job_name])
-    everything = _user("everything")
-    lacking = _user("nosteps", lacking="view_stepexecution")
-    for client in (everything, lacking):
-        client.get(url, **HTMX)  # the session and permission caches
-    shown = _statements(everything, url, **HTMX)
-    hidden = _statements(lacking, url, **HTMX)
+    shown, hidden, lacking = _compared(url, "view_stepexecution", **HTMX)
     assert len(hidden) == len(shown) - 1
     assert not any("ob_step_execution" in sql for sql in hidden)
     body = lacking.get(url, **HTMX).content.decode()
@@ -177,12 +177,7 @@ def test_partitions_are_neither_read_nor_shown_without_their_permission(
     history: History,
 ) -> None:
     url = reverse("batchboard:execution", args=[history.restart.pk])
-    everything = _user("everything")
-    lacking = _user("nopartitions", lacking="view_steppartition")
-    for client in (everything, lacking):
-        client.get(url)
-    shown = _statements(everything, url)
-    hidden = _statements(lacking, url)
+    shown, hidden, lacking = _compared(url, "view_steppartition")
     assert any("ob_step_partition" in sql for sql in shown)
     assert not any("ob_step_partition" in sql for sql in hidden)
     assert len(hidden) < len(shown)
