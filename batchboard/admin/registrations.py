@@ -28,10 +28,12 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Model, Q, QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
@@ -84,6 +86,16 @@ _STARTED_ENDED = (
 _COUNTERS = (ITEM_COUNTERS[:3], ITEM_COUNTERS[3:])
 
 
+def _audit_record(obj: Model) -> str:
+    """
+    Return the audit log filtered to ``obj``'s action and operation id: the
+    one record (the pair is unique in each audit table), by the unique index.
+    """
+    assert isinstance(obj, (models.OperatorRequest, models.RetentionAction))
+    query = urlencode({"action": obj.action, "operation": obj.operation_id})
+    return f"{reverse('batchboard:audit')}?{query}"
+
+
 @admin.register(models.SchemaVersion)
 class SchemaVersionAdmin(ReadOnlyAdmin):
     list_display = ("version", "installed_at")
@@ -95,6 +107,11 @@ class SchemaVersionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.JobDefinition)
 class JobDefinitionAdmin(ReadOnlyAdmin):
+    def view_on_site(self, obj: Model) -> str | None:
+        """Open the job's page (its name is a path of its own)."""
+        assert isinstance(obj, models.JobDefinition)
+        return reverse("batchboard:job", kwargs={"job_name": obj.job_name})
+
     list_display = (
         "id",
         "job_name",
@@ -167,6 +184,7 @@ class HeldFilter(admin.SimpleListFilter):
 
 @admin.register(models.JobInstance)
 class JobInstanceAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
+    site_page = ("instance", "pk")
     actions = [place_holds, release_holds]
     list_display = ("id", "job_name", "created_at", "hold_reason")
     list_filter = (HeldFilter,)
@@ -212,6 +230,7 @@ class JobInstanceAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
 
 @admin.register(models.JobExecution)
 class JobExecutionAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
+    site_page = ("execution", "pk")
     actions = [stop_executions, abandon_executions]
     list_display = (
         "id",
@@ -283,6 +302,7 @@ class JobExecutionAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
 
 @admin.register(models.StepExecution)
 class StepExecutionAdmin(ReadOnlyAdmin):
+    site_page = ("step", "pk")
     list_display = (
         "id",
         "job_execution_id",
@@ -329,6 +349,7 @@ class StepExecutionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.RecoveryDecision)
 class RecoveryDecisionAdmin(ReadOnlyAdmin):
+    site_page = ("recovery_decisions", "job_execution_id")
     list_display = (
         "id",
         "job_execution_id",
@@ -356,6 +377,7 @@ class RecoveryDecisionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.FlowDecision)
 class FlowDecisionAdmin(ReadOnlyAdmin):
+    site_page = ("flow_decisions", "job_execution_id")
     list_display = (
         "id",
         "job_execution_id",
@@ -395,6 +417,10 @@ class FlowDecisionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.OperatorRequest)
 class OperatorRequestAdmin(ReadOnlyAdmin):
+    def view_on_site(self, obj: Model) -> str | None:
+        """Open the audit log at this request: its action and operation id."""
+        return _audit_record(obj)
+
     list_display = (
         "id",
         "action",
@@ -425,6 +451,10 @@ class OperatorRequestAdmin(ReadOnlyAdmin):
 
 @admin.register(models.RetentionAction)
 class RetentionActionAdmin(ReadOnlyAdmin):
+    def view_on_site(self, obj: Model) -> str | None:
+        """Open the audit log at this action: its action and operation id."""
+        return _audit_record(obj)
+
     list_display = (
         "id",
         "action",
@@ -464,6 +494,7 @@ class RetentionActionAdmin(ReadOnlyAdmin):
 
 @admin.register(models.StepPartition)
 class StepPartitionAdmin(ReadOnlyAdmin):
+    site_page = ("step", "step_execution_id")
     list_display = (
         "id",
         "step_execution_id",

@@ -4,6 +4,13 @@ The read permissions each page needs: the models whose rows it shows.
 A page, and any dialog or partial that tells what that page tells (the
 console's stop dialog names an execution's status and version), requires
 the same set, so both front ends read these tuples from here.
+
+A page may also show a region whose records its own tuple does not cover
+(``VIEW_*_ROWS`` below): the region is then shown only to a user holding its
+records' view permission, and for anyone else it is not read at all and
+says which permission it needs. Every template region that lists records
+names their model in ``data-bb-records`` (the codename after ``view_``),
+so a test can check each page for each permission a user lacks.
 """
 
 from __future__ import annotations
@@ -37,3 +44,9 @@ VIEW_AUDIT: Final = (
 )
 #: Parameter values, shown only to users who hold it (names and types to all).
 PARAMETER_VALUES: Final = "batchboard.view_parameter_values"
+
+#: A region listing steps: the job page's steps grid.
+VIEW_STEP_ROWS: Final = "batchboard.view_stepexecution"
+#: A region listing partitions: the execution page's partitions under their
+#: parent steps (rows, rollups, progress and the timeline's partition bars).
+VIEW_PARTITION_ROWS: Final = "batchboard.view_steppartition"

@@ -12,8 +12,11 @@ row appears twice.
 Filters are exact and applied only where schema v4 has an index that serves
 them (:func:`support`, read from :mod:`batchboard.schema.v4`): a filter
 without one is not applied, and the page says so, rather than scanning the
-audit tables. Rows name their target by id only (no join), so a row
-renders the same after retention purged its target.
+audit tables. The operation id is the second column of each table's unique
+``(action, operation_id)`` index, whose first column holds one of a closed
+set of actions: it is looked up once per action (:func:`lookup`), never
+scanned for. Rows name their target by id only (no join), so a row renders
+the same after retention purged its target.
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from django import forms
 from django.db.models import Model, Q, QuerySet
 from django.utils.functional import Promise
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import cursors, db
+from batchboard.actions.envelope import OPERATION_ID_RE
 from batchboard.cursors import QuerySpec
 from batchboard.explorer.inputs import (
     ChoiceFilterField,
@@ -54,9 +59,16 @@ REQUESTS: Final = "request"
 RETENTION: Final = "retention"
 
 
-def spec(action: str, job: str) -> QuerySpec:
-    """Return the audit log's query under the filters that apply."""
-    return QuerySpec(QUERY_NAME, DISCRIMINANT, (action, job))
+def spec(action: str, job: str, operation: str = "") -> QuerySpec:
+    """
+    Return the audit log's query under the filters that apply.
+
+    The operation id is bound only when given, so the links of the pages
+    without it keep the binding they had before it could be filtered.
+    """
+    return QuerySpec(
+        QUERY_NAME, DISCRIMINANT, (action, job, *((operation,) if operation else ()))
+    )
 
 
 # -- which filters an index serves ------------------------------------------------
@@ -82,6 +94,10 @@ FILTER_COLUMNS: Final[dict[str, tuple[Column, ...]]] = {
         Column("ob_operator_request", "job_execution_id"),
         Column("ob_retention_action", "job_instance_id"),
     ),
+    "operation": (
+        Column("ob_operator_request", "operation_id"),
+        Column("ob_retention_action", "operation_id"),
+    ),
     "outcome": (
         Column("ob_operator_request", "outcome_class"),
         Column("ob_retention_action", "outcome_class"),
@@ -99,28 +115,46 @@ FILTER_COLUMNS: Final[dict[str, tuple[Column, ...]]] = {
 FILTER_LABELS: Final[dict[str, Promise]] = {
     "action": _("Action"),
     "job": _("Job name"),
+    "operation": _("Operation id"),
     "outcome": _("Outcome"),
     "actor": _("Actor"),
     "time": _("Time window"),
 }
 
 
-def _leading_columns(table: str) -> set[str]:
-    """Return the first column of every index and unique constraint of ``table``."""
+def _searchable_columns(table: str) -> set[str]:
+    """
+    Return the columns of ``table`` an index finds rows by, without a scan.
+
+    That is the first column of every index, unique constraint and the
+    primary key, and a column that follows only closed-set columns (a
+    ``choice`` of schema v4, such as ``action``): it is reached by one
+    lookup per value of the set.
+    """
     found = next(each for each in v4.TABLES if each.name == table)
-    leading = {index.columns.split(",")[0].split()[0] for index in found.indexes}
-    leading |= {columns[0] for _name, columns in found.uniques}
-    leading.add(found.primary_key[0])
-    return leading
+    closed = {column.name for column in found.columns if column.choices}
+    keys = [
+        tuple(part.split()[0] for part in index.columns.split(","))
+        for index in found.indexes
+    ]
+    keys += [columns for _name, columns in found.uniques]
+    keys.append(found.primary_key)
+    searchable = set()
+    for key in keys:
+        for column in key:
+            searchable.add(column)
+            if column not in closed:
+                break
+    return searchable
 
 
 def support() -> dict[str, list[Column]]:
-    """Return, per filter, the columns no schema v4 index leads with (none: served)."""
+    """Return, per filter, the columns no schema v4 index finds (none: served)."""
     return {
         name: [
             column
             for column in columns
-            if column.column not in _leading_columns(column.table)
+            if column.column not in _searchable_columns(column.table)
         ]
         for name, columns in FILTER_COLUMNS.items()
     }
@@ -134,6 +168,30 @@ def served(name: str) -> bool:
 # -- the form -----------------------------------------------------------------------
 
 
+class OperationIdField(TextField):
+    """
+    An exact operation-id filter: an OperationId of the contract or blank.
+
+    Anything else (too long, a space, a character outside the contract's
+    set) could name no recorded request, so it is refused, not looked up.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, strip=False, **kwargs)
+
+    def clean(self, value: Any) -> str:
+        operation = str(super().clean(value))
+        if operation and not OPERATION_ID_RE.fullmatch(operation):
+            raise forms.ValidationError(
+                _(
+                    "An operation id is 1 to 64 characters: letters, digits "
+                    "and . _ : - (as the request that recorded it gave it)."
+                ),
+                code="invalid",
+            )
+        return operation
+
+
 class AuditForm(ListForm):
     """The audit log's filters, each exact; blank leaves a filter out."""
 
@@ -141,6 +199,7 @@ class AuditForm(ListForm):
         ACTIONS, _("Unknown action filter; use one of %(choices)s.")
     )
     job = JobNameField()
+    operation = OperationIdField()
     outcome = ChoiceFilterField(
         OUTCOME_CLASSES, _("Unknown outcome filter; use one of %(choices)s.")
     )
@@ -153,7 +212,7 @@ class AuditForm(ListForm):
         data = self.cleaned_data
         given = {
             name: str(data[name])
-            for name in ("action", "job", "outcome", "actor")
+            for name in ("action", "job", "operation", "outcome", "actor")
             if data[name]
         }
         if data["since"] or data["until"]:
@@ -166,6 +225,7 @@ class AuditForm(ListForm):
 _REQUEST_FIELDS = (
     "id",
     "action",
+    "operation_id",
     "authorization_class",
     "actor_ref",
     "reason_code",
@@ -180,6 +240,7 @@ _REQUEST_FIELDS = (
 _RETENTION_FIELDS = (
     "id",
     "action",
+    "operation_id",
     "actor_ref",
     "reason_code",
     "outcome_class",
@@ -203,6 +264,52 @@ def _read(
     if below is not None:
         queryset = queryset.filter(id__lt=below)
     return list(queryset.order_by("-id").values(*fields)[:limit])
+
+
+#: The closed set of actions each audit table records (its CHECK's list).
+TABLE_ACTIONS: Final[dict[type[Model], tuple[str, ...]]] = {
+    OperatorRequest: v4.OPERATOR_ACTIONS,
+    RetentionAction: v4.RETENTION_ACTIONS,
+}
+
+
+def lookup(
+    model: type[Model],
+    fields: Sequence[str],
+    below: int | None,
+    where: Q,
+    operation: str,
+    action: str,
+    limit: int,
+) -> list[Row]:
+    """
+    Return one table's rows of the operation id ``operation``, newest first.
+
+    ``(action, operation_id)`` is unique, so a table holds at most one row
+    per action: one statement whose branches (UNION ALL) each look up one
+    action of the table's closed set in that unique index, never a scan.
+    ``action`` (a filter) narrows the set; a table that never records it
+    is not read. The few rows found are ordered and cut below the cursor
+    here: a bound on ``id`` in the statement would let the planner walk the
+    primary key instead for an action it believes rare.
+    """
+    actions = [each for each in TABLE_ACTIONS[model] if action in ("", each)]
+    if not actions:
+        return []
+    manager = model._default_manager.using(db.read_alias())
+    first, *rest = (
+        manager.filter(where, action=each, operation_id=operation)
+        .order_by()
+        .values(*fields)
+        for each in actions
+    )
+    rows = [
+        row
+        for row in first.union(*rest, all=True)
+        if below is None or int(row["id"]) < below
+    ]
+    rows.sort(key=lambda row: int(row["id"]), reverse=True)
+    return rows[:limit]
 
 
 def _filters(applied: dict[str, str]) -> tuple[Q, Q]:
@@ -236,8 +343,9 @@ def read(form: AuditForm) -> AuditPage:
     applied = {name: value for name, value in asked.items() if served(name)}
     ignored = [name for name in asked if name not in applied]
     size = form.page_size
+    action, operation = applied.get("action", ""), applied.get("operation", "")
     window = Window.open(
-        spec(applied.get("action", ""), applied.get("job", "")), size, form.token
+        spec(action, applied.get("job", ""), operation), size, form.token
     )
     below: tuple[int | None, int | None] = (None, None)
     if window.after is not None:
@@ -245,10 +353,32 @@ def read(form: AuditForm) -> AuditPage:
         if below[1] == 0:
             raise cursors.CursorInvalid
     where_requests, where_retention = _filters(applied)
-    requests = _read(OperatorRequest, _REQUEST_FIELDS, below[0], where_requests, size)
-    retention = _read(
-        RetentionAction, _RETENTION_FIELDS, below[1], where_retention, size
-    )
+    if operation:
+        requests = lookup(
+            OperatorRequest,
+            _REQUEST_FIELDS,
+            below[0],
+            where_requests,
+            operation,
+            action,
+            size,
+        )
+        retention = lookup(
+            RetentionAction,
+            _RETENTION_FIELDS,
+            below[1],
+            where_retention,
+            operation,
+            action,
+            size,
+        )
+    else:
+        requests = _read(
+            OperatorRequest, _REQUEST_FIELDS, below[0], where_requests, size
+        )
+        retention = _read(
+            RetentionAction, _RETENTION_FIELDS, below[1], where_retention, size
+        )
     for row in requests:
         row["kind"], row["at"] = REQUESTS, row["requested_at"]
     for row in retention:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -297,6 +297,17 @@ def _step_columns() -> dict[str, Any]:
 
 def _step_values(queryset: QuerySet[StepExecution]) -> QuerySet[Any]:
     return queryset.annotate(**_step_columns())
+
+
+def _step_values_alone(queryset: QuerySet[StepExecution]) -> QuerySet[Any]:
+    """Annotate the computed columns but count no partition (none is read)."""
+    return queryset.annotate(
+        **{
+            **_step_columns(),
+            "partitions_total": Value(0),
+            "partitions_done": Value(0),
+        }
+    )
 
 
 PARTITION_FIELDS = (
@@ -680,6 +691,10 @@ STEPS = Listing(
     estimate=lambda row: _len(row["step_name"]) + _len(row["exit_code"]) + 256,
 )
 
+#: The same steps for a reader who may not view partitions: the statement
+#: reads no partition, and each step counts none.
+STEPS_ALONE = replace(STEPS, name="steps_alone", project=_step_values_alone)
+
 PARTITIONS = Listing(
     "partitions",
     StepPartition,
@@ -831,9 +846,21 @@ def inactive_longer_than(found: Row, threshold_seconds: int) -> bool:
     return bool(updated_at < found["read_at"] - timedelta(seconds=threshold_seconds))
 
 
-def steps(execution_id: int, page_size: int, token: str | None = None) -> Page:
-    """Return an execution's steps in creation order."""
-    return STEPS.page(
+def steps(
+    execution_id: int,
+    page_size: int,
+    token: str | None = None,
+    *,
+    partitions: bool = True,
+) -> Page:
+    """
+    Return an execution's steps in creation order.
+
+    Without ``partitions`` (a reader who may not view them) the statement
+    counts no partition: ``partitions_total`` and ``partitions_done`` are 0.
+    """
+    listing = STEPS if partitions else STEPS_ALONE
+    return listing.page(
         cursors.step_executions(execution_id), page_size, token, execution_id
     )
 

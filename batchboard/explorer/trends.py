@@ -314,9 +314,16 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
     return Grid(shown, ordered, len(steps) >= GRID_STEP_ROWS)
 
 
-def job_history(job_name: str, clock: Clock) -> dict[str, Any]:
-    """Return the job page's trend and grid (two statements)."""
+def job_history(job_name: str, clock: Clock, *, steps: bool = True) -> dict[str, Any]:
+    """
+    Return the job page's trend and grid (two statements).
+
+    Without ``steps`` (a reader who may not view steps) the grid is neither
+    read nor returned: one statement.
+    """
     runs = recent_runs(job_name)
+    if not steps:
+        return {"trend": trend(runs, clock), "grid": None}
     newest = runs[:GRID_RUNS]
-    steps = grid_steps([int(run["id"]) for run in newest])
-    return {"trend": trend(runs, clock), "grid": grid(newest, steps)}
+    rows = grid_steps([int(run["id"]) for run in newest])
+    return {"trend": trend(runs, clock), "grid": grid(newest, rows)}

@@ -11,6 +11,7 @@ Sign-in, permissions and the error pages are :func:`batchboard.web.reader`'s.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,9 @@ from batchboard.explorer.access import (
     VIEW_EXECUTION_PAGE,
     VIEW_EXECUTIONS,
     VIEW_OVERVIEW,
+    VIEW_PARTITION_ROWS,
     VIEW_PARTITIONS,
+    VIEW_STEP_ROWS,
 )
 from batchboard.explorer.links import job_filter_url, job_url, link, url_pattern
 from batchboard.explorer.pagination import Page, Row
@@ -262,9 +265,12 @@ def job_history(request: HttpRequest, job_name: str) -> HttpResponse:
     its own. A plain request (the address opened by hand) goes to the page.
     """
     if not wants_fragment(request):
-        return HttpResponseRedirect(job_url(job_name))
+        return HttpResponseRedirect(_job_location(job_name))
     present = Presenter()
-    history = trends.job_history(job_name, present.clock)
+    # The grid lists steps: only for a reader who may view them.
+    history = trends.job_history(
+        job_name, present.clock, steps=request.user.has_perm(VIEW_STEP_ROWS)
+    )
     if not history["trend"].bars and not queries.job_exists(job_name):
         raise NotFound(_("job named “%(name)s”") % {"name": job_name})
     return render(
@@ -272,6 +278,19 @@ def job_history(request: HttpRequest, job_name: str) -> HttpResponse:
         "batchboard/partials/job_history.html",
         _context(request, present, job_name=job_name, **history),
     )
+
+
+def _job_location(job_name: str) -> str:
+    """
+    Return a job page's address for a ``Location`` header: a URL, not HTML.
+
+    :func:`job_url` is the link as a template places it, HTML-escaped
+    (``&`` as ``&amp;``); a redirect carries the URL itself. Unescaping
+    the escaped link gives that URL back exactly, with the job segment
+    percent-encoded as every link has it (``/`` as ``%2F``, so the browser
+    keeps the name one segment), which ``reverse()`` would not do.
+    """
+    return html.unescape(job_url(job_name))
 
 
 def _with_values(present: Presenter, rows: list[Row]) -> None:
@@ -383,6 +402,9 @@ class AuditList:
     head: str
     rows: str
     columns: int
+    #: The model its rows are records of, as templates mark a region
+    #: (``data-bb-records``: the view permission's codename after ``view_``).
+    records: str
 
     def url(self, execution_id: int) -> str | None:
         return link(f"batchboard:{self.url_name}", execution_id)
@@ -398,6 +420,7 @@ AUDIT_LISTS = (
         "batchboard/partials/flow_head.html",
         "batchboard/partials/flow_rows.html",
         7,
+        "flowdecision",
     ),
     AuditList(
         "recovery_decisions",
@@ -408,6 +431,7 @@ AUDIT_LISTS = (
         "batchboard/partials/recovery_head.html",
         "batchboard/partials/recovery_rows.html",
         7,
+        "recoverydecision",
     ),
     AuditList(
         "operator_requests",
@@ -418,6 +442,7 @@ AUDIT_LISTS = (
         "batchboard/partials/request_head.html",
         "batchboard/partials/request_rows.html",
         8,
+        "operatorrequest",
     ),
 )
 
@@ -453,15 +478,21 @@ def _may(request: HttpRequest) -> dict[str, bool]:
     }
 
 
-def _step_rows(present: Presenter, found: Row, page: Page) -> list[Row]:
+def _step_rows(
+    present: Presenter, found: Row, page: Page, with_partitions: bool
+) -> list[Row]:
     """
     Return a page of an execution's steps, worker steps grouped under parents.
 
     Two bounded reads beside the page: the parents' partition rollups, and
-    the partitions of the parents and of the workers on the page.
+    the partitions of the parents and of the workers on the page. Without
+    ``with_partitions`` (a reader who may not view them, whose page of steps
+    counted none) neither is read: each step is a row of its own.
     """
     execution_id = int(found["id"])
     rows = present.steps(page.rows, found)
+    if not with_partitions:
+        return present.group(rows, [], {})
     parents = [int(row["id"]) for row in rows if row["partitions_total"]]
     workers = [
         int(row["id"])
@@ -508,8 +539,9 @@ def _live_region(
     )
     found["previous_attempt"] = present.attempt(before)
     found["next_attempt"] = present.attempt(after)
-    page = queries.steps(execution_id, size, token)
-    top = _step_rows(present, found, page)
+    partitions = request.user.has_perm(VIEW_PARTITION_ROWS)
+    page = queries.steps(execution_id, size, token, partitions=partitions)
+    top = _step_rows(present, found, page, partitions)
     preview = min(size, PREVIEW_ROWS)
     sections = []
     for audit in AUDIT_LISTS:
@@ -530,6 +562,7 @@ def _live_region(
         ),
         timeline=present.timeline(found, top),
         audit=sections,
+        show_partitions=partitions,
         # The recovery form is offered only to an execution that qualifies.
         recovery_url=(
             link("batchboard:recovery_proposal", execution_id) if stale else None
@@ -570,23 +603,25 @@ def _more_steps(
     """
     execution_id = int(found["id"])
     present = Presenter()
-    page = queries.steps(execution_id, form.page_size, form.token)
+    partitions = request.user.has_perm(VIEW_PARTITION_ROWS)
+    page = queries.steps(
+        execution_id, form.page_size, form.token, partitions=partitions
+    )
     shown = min(form.rows + form.page_size, MAX_PAGE_SIZE)
     context = _context(
         request,
         present,
         page=page,
-        steps=_step_rows(present, found, page),
+        steps=_step_rows(present, found, page, partitions),
         next_url=_steps_next_url(execution_id, page, shown),
         shown=shown,
         shown_out_of_band=True,
     )
     response = render(request, "batchboard/partials/step_rows.html", context)
     if page.rows:
-        replace_url(
-            response,
-            f"{link('batchboard:execution', execution_id)}?{urlencode({'shown': shown})}",
-        )
+        # A header carries the URL itself, not the escaped link of a template.
+        page_url = reverse("batchboard:execution", args=[execution_id])
+        replace_url(response, f"{page_url}?{urlencode({'shown': shown})}")
     return response
 
 
@@ -800,5 +835,8 @@ def audit(request: HttpRequest) -> HttpResponse:
         "unserved": unserved,
         "unserved_labels": [label for label, _columns in unserved],
         "filtered": bool(form.asked()),
+        "other_filters": bool(set(form.asked()) - {"operation"}),
+        # Each row's operation id links to the log filtered by it.
+        "audit_url": reverse("batchboard:audit"),
     }
     return _list(request, form, found.page, present, AUDIT_LOG, context)

@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from batchboard.explorer import audit
 from batchboard.models import JobInstance, OperatorRequest, RetentionAction
 from tests import factories
 from tests.explorer.conftest import make_user
+from tests.explorer.test_performance import _plan_of
+from tests.explorer.test_sqlite_plans import _plan, _unbounded
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 _ops = count(1)
@@ -42,7 +46,7 @@ def _retention(
     return RetentionAction.objects.create(
         job_instance=instance,
         action=action,
-        operation_id=f"bb-{next(_ops):032x}",
+        operation_id=fields.pop("operation_id", f"bb-{next(_ops):032x}"),
         actor_ref="user:administrator",
         reason_code="AUDIT" if not purge else "RETENTION_POLICY",
         plan_digest=b"\xab" * 32 if purge else None,
@@ -226,7 +230,7 @@ def test_the_page_says_what_it_filters_and_why_not_the_rest(
     auditor: Client, db: None
 ) -> None:
     body = auditor.get(reverse("batchboard:audit")).content.decode()
-    assert "You can filter by: Action, Job name." in body
+    assert "You can filter by: Action, Job name, Operation id." in body
     assert "Not offered: Outcome, Actor, Time window." in body
     assert "Schema version 4 has no index on those columns" in body
     assert "<code>ob_retention_action.applied_at</code>" in body
@@ -236,3 +240,204 @@ def test_the_page_says_what_it_filters_and_why_not_the_rest(
         assert field is not None
         assert "disabled" in field.group(0)
         assert 'aria-describedby="bb-audit-unserved"' in field.group(0)
+
+
+# -- the operation id -------------------------------------------------------------
+
+
+def _request(target: Any, action: str, operation_id: str) -> OperatorRequest:
+    request = factories.operator_request(target, action)
+    OperatorRequest.objects.filter(pk=request.pk).update(operation_id=operation_id)
+    return request
+
+
+def _operations() -> dict[str, Any]:
+    """One operation id recorded by three actions in both tables, and its kin."""
+    instance, execution = _history()
+    return {
+        "cli-42": {
+            ("request", _request(execution, "STOP", "cli-42").pk),
+            ("request", _request(execution, "ABANDON", "cli-42").pk),
+            ("retention", _retention("HOLD", instance, operation_id="cli-42").pk),
+        },
+        "others": {
+            ("request", _request(execution, "STOP", "cli-420").pk),
+            ("request", _request(execution, "RECOVER", "CLI-42").pk),
+            ("request", _request(execution, "RESTART", "cli-4").pk),
+            ("retention", _retention("HOLD", instance, operation_id="xcli-42").pk),
+        },
+    }
+
+
+def test_the_log_shows_each_rows_operation_id_as_a_filter_link(
+    auditor: Client, db: None
+) -> None:
+    _operations()
+    body = auditor.get(reverse("batchboard:audit")).content.decode()
+    assert '<th scope="col">Operation id</th>' in body
+    link = f'href="{reverse("batchboard:audit")}?operation=cli-42"'
+    assert body.count(link) == 3
+    assert "<code>CLI-42</code>" in body and "<code>cli-420</code>" in body
+
+
+def test_the_operation_filter_is_exact(auditor: Client, db: None) -> None:
+    """Neither a prefix, a longer id, another case nor a substring matches."""
+    recorded = _operations()
+    url = reverse("batchboard:audit")
+    body = auditor.get(url, {"operation": "cli-42"}).content.decode()
+    assert {(kind, int(pk)) for kind, pk in ROW.findall(body)} == recorded["cli-42"]
+    assert 'name="operation" value="cli-42"' in body
+    # With the action filter: the one row of that action.
+    stop = auditor.get(url, {"operation": "cli-42", "action": "STOP"})
+    (only,) = ROW.findall(stop.content.decode())
+    assert ("request", int(only[1])) in recorded["cli-42"]
+    assert OperatorRequest.objects.get(pk=only[1]).action == "STOP"
+    holds = auditor.get(url, {"operation": "cli-42", "action": "HOLD"})
+    assert [kind for kind, _pk in ROW.findall(holds.content.decode())] == ["retention"]
+
+
+def test_an_operation_id_paged_one_row_at_a_time_lists_each_once(
+    auditor: Client, db: None
+) -> None:
+    recorded = _operations()
+    seen = _walk(auditor, reverse("batchboard:audit") + "?size=1&operation=cli-42")
+    assert len(seen) == len(set(seen)) == 3
+    assert set(seen) == recorded["cli-42"]
+
+
+def test_an_unknown_operation_id_says_nothing_was_recorded_with_it(
+    auditor: Client, db: None
+) -> None:
+    _operations()
+    response = auditor.get(reverse("batchboard:audit"), {"operation": "bb-unknown"})
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert ROW.findall(body) == []
+    assert (
+        "No operator request or retention action was recorded with the operation "
+        "id <code>bb-unknown</code>." in body
+    )
+    assert "Operation ids match exactly, case included" in body
+    assert "Nothing recorded." not in body
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        "x" * 65,
+        "a" * 10_000,
+        "cli-42\x00",
+        "cli-42\n",
+        "\x1b[31mred",
+        "cli 42",
+        "cli-42%",
+        "caf\u00e9",
+        "<script>",
+        "cli-42' OR '1'='1",
+    ],
+)
+def test_a_hostile_operation_id_gets_400_without_echo(
+    auditor: Client, db: None, operation: str
+) -> None:
+    response = auditor.get(reverse("batchboard:audit"), {"operation": operation})
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert "<script>" not in body and "OR &#x27;1" not in body
+    assert "x" * 65 not in body
+
+
+def test_the_operation_filter_costs_what_an_unfiltered_page_does(
+    auditor: Client, db: None
+) -> None:
+    _operations()
+    url = reverse("batchboard:audit")
+    auditor.get(url)
+
+    def statements(params: dict[str, str]) -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            assert auditor.get(url, params).status_code == 200
+        return [
+            query["sql"]
+            for query in captured.captured_queries
+            if "ob_operator_request" in query["sql"]
+            or "ob_retention_action" in query["sql"]
+        ]
+
+    plain = statements({})
+    filtered = statements({"operation": "cli-42"})
+    assert len(filtered) == len(plain) == 2
+    assert all("UNION ALL" in sql for sql in filtered)
+    assert all("operation_id" in sql for sql in filtered)
+
+
+def _lookup(
+    model: Any, fields: tuple[str, ...], below: int | None = None, job: str = ""
+) -> None:
+    where = audit._filters({"job": job})[0 if model is OperatorRequest else 1]
+    audit.lookup(model, fields, below, where, "cli-42", "", 50)
+
+
+TABLES = {
+    "ob_operator_request": (OperatorRequest, ("id", "action", "operation_id")),
+    "ob_retention_action": (RetentionAction, ("id", "action", "operation_id")),
+}
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_the_operation_lookup_searches_the_unique_index_on_sqlite(
+    db: None, table: str
+) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's plan; PostgreSQL's is tested below")
+    _operations()
+    model, fields = TABLES[table]
+    for below, job in ((None, ""), (10**6, ""), (None, "nightly")):
+        with CaptureQueriesContext(connection) as captured:
+            _lookup(model, fields, below, job)
+        (statement,) = captured.captured_queries
+        lines = _plan(statement["sql"])
+        assert not _unbounded(lines), lines
+        searches = [line for line in lines if line.startswith(f"SEARCH {table} ")]
+        branches = len(audit.TABLE_ACTIONS[model])
+        assert len(searches) == branches, lines
+        assert all("(action=? AND operation_id=?)" in line for line in searches)
+
+
+def _seed_audit_in_bulk(total: int) -> None:
+    """Insert ``total`` rows into each audit table, every action in turn."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_operator_request (action, authorization_class, "
+            "operation_id, actor_ref, request_digest, outcome_class, requested_at) "
+            "SELECT (ARRAY['LAUNCH','RESTART','STOP','ABANDON','RECOVER'])"
+            "[1 + g %% 5], 'LIFECYCLE', 'bb-' || g, 'user:bulk', "
+            "sha256(g::text::bytea), 'APPLIED', now() "
+            "FROM generate_series(1, %s) g",
+            [total],
+        )
+        cursor.execute(
+            "INSERT INTO ob_retention_action (action, operation_id, actor_ref, "
+            "reason_code, outcome_class, applied_at) "
+            "SELECT (ARRAY['HOLD','RELEASE_HOLD'])[1 + g %% 2], 'bb-' || g, "
+            "'user:bulk', 'AUDIT', 'APPLIED', now() "
+            "FROM generate_series(1, %s) g",
+            [total],
+        )
+        cursor.execute("ANALYZE ob_operator_request")
+        cursor.execute("ANALYZE ob_retention_action")
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("table", TABLES)
+def test_the_operation_lookup_uses_the_unique_index_on_postgresql(
+    db: None, table: str
+) -> None:
+    _seed_audit_in_bulk(30000)
+    model, fields = TABLES[table]
+    for below, job in ((None, ""), (20000, ""), (None, "nightly")):
+        plan = _plan_of(lambda below=below, job=job: _lookup(model, fields, below, job))
+        assert f"{table}_identity_unique" in plan, plan
+        assert plan.count(f"{table}_identity_unique") == len(
+            audit.TABLE_ACTIONS[model]
+        ), plan
+        assert "Seq Scan" not in plan and f"{table}_pkey" not in plan, plan

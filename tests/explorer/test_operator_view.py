@@ -328,7 +328,7 @@ def test_executions_list_rows_are_plain_and_one_line(reader: Client) -> None:
         failure=("USER_COMPONENT", 4242),
     )
     body = _get(reader, reverse("batchboard:executions"))
-    table = body[body.index('<table class="bb-table bb-table--lines">') :]
+    table = body[body.index('<table class="bb-table bb-table--lines"') :]
     running_row = table[table.index(f'id="bb-execution-{running.pk}"') :]
     running_row = running_row[: running_row.index("</tr>")]
     assert "<code>UNKNOWN</code>" not in running_row and "running" in running_row

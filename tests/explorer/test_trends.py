@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import UTC, datetime, timedelta
+from urllib.parse import unquote
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.urls import reverse
+from django.urls import resolve, reverse
+from django.utils.html import escape
 
 from batchboard.explorer import trends
+from batchboard.explorer.links import job_url
 from batchboard.explorer.presenters import Clock
 from batchboard.vocabulary import GRID_RUNS, PARTITION_WORKER_PREFIX
 from tests import factories
@@ -157,6 +161,27 @@ def test_job_history_answers_a_plain_request_with_the_page_and_knows_no_stranger
         reverse("batchboard:job_history", args=["idle"]), **HTMX
     ).content.decode()
     assert "No executions yet" in body
+
+
+@pytest.mark.parametrize("job_name", ["R&D <nightly> run", "café/ünïcode & co", ".."])
+def test_job_history_redirects_to_a_url_not_html(
+    reader: Client, db: None, job_name: str
+) -> None:
+    """``Location`` carries the percent-encoded URL, never HTML-escaped text."""
+    _history(job_name, 1, 1)
+    response = reader.get(reverse("batchboard:job_history", args=[job_name]))
+    assert response.status_code == 302
+    location = response["Location"]
+    assert "&amp;" not in location and "&#" not in location and "&lt;" not in location
+    assert location.isascii() and " " not in location and "<" not in location
+    # The same encoding as every link to the job: one segment, read back exactly.
+    assert location == html.unescape(job_url(job_name))
+    segment = location.removeprefix("/jobs/").removesuffix("/")
+    assert "/" not in segment
+    assert resolve(unquote(location)).kwargs["job_name"] == job_name
+    page = reader.get(location)
+    assert page.status_code == 200
+    assert escape(job_name) in page.content.decode()
 
 
 @pytest.mark.parametrize("values", [False, True])
