@@ -27,7 +27,15 @@ from batchboard.actions.executions import (
     recover_execution,
     stop_execution,
 )
+from batchboard.actions.holds import place_hold, release_hold
 from batchboard.actions.permissions import action_permissions, may, require
+from batchboard.actions.purge import (
+    PurgeCriteria,
+    PurgePlan,
+    apply_purge,
+    parse_candidates,
+    plan_purge,
+)
 from batchboard.actions.recovery import (
     RecoveryProposal,
     propose,
@@ -44,15 +52,6 @@ from batchboard.actions.results import (
     OperationOutcomeUnknown,
     PlanStale,
     TargetNotFound,
-)
-from batchboard.actions.retention import (
-    PurgeCriteria,
-    PurgePlan,
-    apply_purge,
-    parse_candidates,
-    place_hold,
-    plan_purge,
-    release_hold,
 )
 from batchboard.db import back_dated
 from batchboard.vocabulary import (

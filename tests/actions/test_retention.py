@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from batchboard import actions, conf
-from batchboard.actions.retention import COUNT_FIELDS
+from batchboard.actions.holds import COUNT_FIELDS
 from batchboard.digests import plan_digest
 from batchboard.models import (
     ComponentState,
@@ -542,17 +542,17 @@ def test_a_version_moving_during_the_purge_rolls_everything_back(
     admin_user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executions are deleted by (id, version): a moved one undoes the purge."""
-    from batchboard.actions import retention
+    from batchboard.actions import purge
 
     history = _history()
     plan = _plan(admin_user)
-    real = retention._revalidate
+    real = purge._revalidate
 
     def revalidate_then_race(*args: object) -> None:
         real(*args)  # type: ignore[arg-type]
         JobExecution.objects.filter(pk=history["first"].pk).update(version=8)  # type: ignore[attr-defined]
 
-    monkeypatch.setattr(retention, "_revalidate", revalidate_then_race)
+    monkeypatch.setattr(purge, "_revalidate", revalidate_then_race)
     before = _table_counts()
     with pytest.raises(actions.PlanStale) as raised:
         _apply(admin_user, plan, "op-race")

@@ -22,7 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from batchboard import cursors, vocabulary
-from batchboard.actions import retention
+from batchboard.actions import purge
 from batchboard.explorer import queries, trends
 from batchboard.models import JobExecution, JobInstance
 from tests import factories
@@ -298,7 +298,7 @@ def test_the_purge_plan_and_its_revalidation_use_indexes(
     user = factories.administrator()
     for job in ("busy-job", "rare-job"):
         plans = _assert_bounded(
-            lambda job=job: retention.plan_purge(
+            lambda job=job: purge.plan_purge(
                 user=user, job_name=job, min_age_seconds=3600, batch=1000
             ),
             # The survey sorts one instance's executions at a time.
@@ -307,11 +307,11 @@ def test_the_purge_plan_and_its_revalidation_use_indexes(
         survey = "\n".join(plans[0])
         assert "ob_job_instance_name_identity (job_name=?)" in survey, survey
         assert "TEMP B-TREE FOR ORDER BY" not in survey, survey
-    plan = retention.plan_purge(user=user, job_name="busy-job", min_age_seconds=3600)
+    plan = purge.plan_purge(user=user, job_name="busy-job", min_age_seconds=3600)
     assert plan.candidates
     criteria = plan.criteria
     _assert_bounded(
-        lambda: retention._revalidate(
+        lambda: purge._revalidate(
             criteria, plan.candidates, factories.now() + timedelta(seconds=1)
         )
     )
