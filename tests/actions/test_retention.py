@@ -395,27 +395,35 @@ def test_a_reused_decision_is_detached_not_blocking(admin_user: User) -> None:
     assert FlowDecision.objects.filter(pk=citing.pk).exists()
 
 
-def test_a_reference_across_instances_rolls_the_purge_back(
-    admin_user: User,
-) -> None:
+def test_citations_from_younger_instances_are_cleared(admin_user: User) -> None:
     """
-    A row no repository writes (a decision reusing another instance's) is
-    not searched for, but the foreign key still stops the purge whole.
+    Decisions of the plan cited by decisions of younger instances, which the
+    plan leaves, do not stop the purge: the citations become NULL, as
+    oxide-batch's apply makes them (spec 6.3).
     """
     old = factories.execution(
         "FAILED", job_instance=factories.instance(), updated_at=factories.ago(**OLD)
     )
-    new = factories.execution(
-        "COMPLETED", job_instance=factories.instance(), updated_at=factories.ago(days=1)
-    )
-    factories.flow_decision(new, reused=factories.flow_decision(old))
+    first, second = factories.flow_decision(old), factories.flow_decision(old)
+    citing = []
+    for cited in (first, second, first):
+        younger = factories.execution(
+            "COMPLETED",
+            job_instance=factories.instance(),
+            updated_at=factories.ago(days=1),
+        )
+        citing.append(factories.flow_decision(younger, reused=cited))
+    untouched = factories.flow_decision(citing[0].job_execution, reused=citing[1])
     plan = _plan(admin_user)
     assert [e for _i, e, _v in plan.candidates] == [old.pk]
-    before = _table_counts()
-    with pytest.raises(actions.ActionError):
-        _apply(admin_user, plan, "op-across")
-    assert _table_counts() == before
-    assert not RetentionAction.objects.filter(action="APPLY_PURGE").exists()
+    result = _apply(admin_user, plan, "op-across")
+    assert result.outcome == "APPLIED"
+    assert result.counts["deleted_flow_decisions"] == 2
+    assert not JobExecution.objects.filter(pk=old.pk).exists()
+    assert [
+        FlowDecision.objects.get(pk=row.pk).reused_decision_id for row in citing
+    ] == [None, None, None]
+    assert FlowDecision.objects.get(pk=untouched.pk).reused_decision_id == citing[1].pk
 
 
 def test_a_held_instance_is_never_purged(admin_user: User) -> None:
