@@ -45,6 +45,7 @@ from batchboard.actions.results import (
     ActionError,
     ActionResult,
     ConcurrentModification,
+    ConstraintViolation,
     EvidenceStale,
     InvalidRequest,
     NotRecoverable,
@@ -52,6 +53,7 @@ from batchboard.actions.results import (
     OperationOutcomeUnknown,
     PlanStale,
     TargetNotFound,
+    Unavailable,
 )
 from batchboard.db import back_dated
 from batchboard.vocabulary import (
@@ -71,6 +73,7 @@ __all__ = [
     "ActionError",
     "ActionResult",
     "ConcurrentModification",
+    "ConstraintViolation",
     "Directive",
     "EvidenceStale",
     "InvalidRequest",
@@ -84,6 +87,7 @@ __all__ = [
     "RecoveryProposal",
     "ServiceActor",
     "TargetNotFound",
+    "Unavailable",
     "abandon_execution",
     "action_permissions",
     "actor_ref_for",

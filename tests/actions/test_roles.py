@@ -160,7 +160,7 @@ def test_the_operator_role_cannot_purge(
     wrong = {"RETENTION": role_aliases["OPERATOR"]}
     with (
         override_settings(BATCHBOARD={"ACTION_DATABASES": wrong}),
-        pytest.raises(actions.ConcurrentModification),
+        pytest.raises(actions.Unavailable) as raised,
     ):
         actions.apply_purge(
             user=admin_user,
@@ -170,6 +170,9 @@ def test_the_operator_role_cannot_purge(
             reason_code="RETENTION_POLICY",
             operation_id="op-denied",
         )
+    # A missing privilege is no race: retrying cannot help, and it says so.
+    assert (raised.value.sqlstate, raised.value.retryable) == ("42501", False)
+    assert "will not help" in raised.value.message
     assert JobExecution.objects.filter(pk=old.pk).exists()
     assert not RetentionAction.objects.exists()
 

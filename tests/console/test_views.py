@@ -370,6 +370,61 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
     assert not JobExecution.objects.filter(pk=old.pk).exists()
 
 
+def _plan_form(client: Client) -> dict[str, list[str]]:
+    page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
+    data: dict[str, list[str]] = {}
+    for name, value in re.findall(
+        r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.content.decode()
+    ):
+        data.setdefault(name, []).append(value)
+    data["reason_code"] = ["RETENTION_POLICY"]
+    return data
+
+
+def test_a_refused_purge_names_its_cause_on_the_dashboard(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A foreign key's refusal says retrying will not help, not that rows moved."""
+    from batchboard.actions import purge
+
+    job_instance = factories.instance()
+    first = factories.execution(
+        "FAILED", job_instance=job_instance, updated_at=factories.ago(days=40)
+    )
+    factories.execution(
+        "COMPLETED",
+        job_instance=job_instance,
+        restart_of=first,
+        updated_at=factories.ago(days=1),
+    )
+    # Without the restart-chain rule the plan holds the restarted attempt.
+    monkeypatch.setattr(purge, "_referenced", lambda *args: set())
+    client = _client(admin_user, csrf=True)
+    body = client.post(
+        reverse("batchboard:purge_apply"), _plan_form(client), headers=HTMX
+    ).content.decode()
+    assert "CONSTRAINT_VIOLATION" in body
+    assert "Trying again will not help" in body
+    assert "changed while the action ran" not in body
+    assert JobExecution.objects.filter(pk=first.pk).exists()
+
+
+def test_a_purge_of_decisions_cited_elsewhere_applies_from_the_dashboard(
+    admin_user: User,
+) -> None:
+    old = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    younger = factories.execution("COMPLETED", updated_at=factories.ago(days=1))
+    citing = factories.flow_decision(younger, reused=factories.flow_decision(old))
+    client = _client(admin_user, csrf=True)
+    body = client.post(
+        reverse("batchboard:purge_apply"), _plan_form(client), headers=HTMX
+    ).content.decode()
+    assert "APPLIED" in body
+    assert not JobExecution.objects.filter(pk=old.pk).exists()
+    citing.refresh_from_db()
+    assert citing.reused_decision_id is None
+
+
 def _plan_page(client: Client, **params: Any) -> str:
     query = {"job_name": "nightly-import", **params}
     return client.get(reverse("batchboard:purge_plan"), query).content.decode()
