@@ -129,8 +129,28 @@ def test_the_purge_plan_is_a_read(viewer_user: User) -> None:
     assert response.status_code == 200
     assert "1 candidate execution" in body
     assert "Apply this plan" not in body
+    # The rows per table are for those who may apply the plan.
+    assert "Rows that would be deleted" not in body
+    assert "Job executions" not in body
     anyone = factories.user("nobody")
     assert _client(anyone).get(reverse("batchboard:purge_plan")).status_code == 403
+
+
+def test_the_plan_s_counts_need_the_purge_s_class(db: None) -> None:
+    """Per-table counts are shown to Destructive holders only, not Lifecycle."""
+    factories.execution("FAILED", updated_at=factories.ago(days=40))
+    query = {"job_name": "nightly-import"}
+    for codenames, shown in (
+        (("operate_lifecycle",), False),
+        (("operate_destructive",), True),
+    ):
+        holder = factories.user("-".join(codenames), *factories.VIEW, *codenames)
+        response = _client(holder).get(reverse("batchboard:purge_plan"), query)
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert "1 candidate execution" in body
+        assert ("Rows that would be deleted" in body) is shown, codenames
+        assert ("Job executions" in body) is shown, codenames
 
 
 def test_csrf_is_required_on_every_action(admin_user: User) -> None:
@@ -344,6 +364,7 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
     page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
     html = page.content.decode()
     assert "Apply this plan" in html
+    assert "Rows that would be deleted" in html
     inputs = re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html)
     data: dict[str, list[str]] = {}
     for name, value in inputs:
