@@ -135,12 +135,17 @@ class CreateEmbeddedIndexes(Operation):
 
     No statement runs on PostgreSQL, whose schema stays exactly
     oxide-batch's, nor in attached mode, nor on a database the router keeps
-    the app off.
+    the app off. ``names`` are the indexes this migration adds; each
+    migration names its own, so reversing one drops only those.
     """
 
     reversible = True
     reduces_to_sql = True
     atomic = True
+
+    def __init__(self, names: tuple[str, ...] | None = None) -> None:
+        self.names = names
+        embedded.sqlite_statements(names=names)
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """Change no model state: indexes of unmanaged tables are not tracked."""
@@ -159,7 +164,7 @@ class CreateEmbeddedIndexes(Operation):
             or not router.allow_migrate(connection.alias, app_label)
         ):
             return
-        for statement in embedded.sqlite_statements(drop=drop):
+        for statement in embedded.sqlite_statements(drop=drop, names=self.names):
             schema_editor.execute(statement, params=None)
 
     def database_forwards(
@@ -184,4 +189,5 @@ class CreateEmbeddedIndexes(Operation):
         return "Add batchboard's embedded-only indexes (managed SQLite only)"
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return (self.__class__.__qualname__, [], {})
+        named = {} if self.names is None else {"names": self.names}
+        return (self.__class__.__qualname__, [], named)

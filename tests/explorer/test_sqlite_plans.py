@@ -331,8 +331,9 @@ def test_the_purge_deletes_and_clears_citations_on_indexes(
     assert statements[0].startswith("UPDATE ob_flow_decision"), statements[0]
     assert "bb_flow_decision_reused (reused_decision_id=?)" in cleared, cleared
     for sql, lines in plans.items():
-        if sql.startswith("DELETE FROM ob_job_instance"):
-            # Its foreign-key check of ob_operator_request.job_instance_id
-            # has no index to search (docs/benchmarks.md).
-            continue
         assert not _unbounded(lines), (sql, lines)
+    # Deleting an instance checks its operator requests on the embedded index.
+    (instances,) = [
+        sql for sql in plans if sql.startswith("DELETE FROM ob_job_instance")
+    ]
+    assert any("bb_operator_request_instance" in line for line in plans[instances])
