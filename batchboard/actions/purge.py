@@ -16,9 +16,9 @@ The restart-chain rule (spec 11.2)
     every execution of it qualifies in the same plan; otherwise its older
     part waits. Decisions reused by surviving decisions do not block: their
     ``reused_decision_id`` is cleared wherever they sit, as oxide-batch
-    does. The plan page
-    lists what the rule left out. Applying re-checks the rule inside the
-    transaction, so an apply never fails half-way on a foreign key.
+    does. The plan page lists what the rule left out. Applying re-checks the
+    rule inside the transaction, so an apply never fails half-way on a
+    foreign key.
 
 The survey applies the batch bound before the rule, so a plan may hold
 fewer executions than its batch; the next plan picks up where it stopped.
