@@ -26,6 +26,7 @@ from batchboard import actions, db, schema, vocabulary
 from batchboard.models import (
     ComponentState,
     FlowDecision,
+    JobDefinition,
     JobExecution,
     JobInstance,
     RetentionAction,
@@ -161,6 +162,7 @@ class History:
         #: Every decision's id and its instance's.
         self.decisions: dict[int, int] = {}
         self.operations = 0
+        self.definitions: dict[str, JobDefinition] = {}
 
     def build(self) -> None:
         for _ in range(self.rng.randint(3, 7)):
@@ -190,9 +192,13 @@ class History:
             restart_of = (
                 rng.choice(executions) if executions and rng.random() < 0.6 else None
             )
+            if job not in self.definitions:
+                self.definitions[job] = factories.definition(job)
             execution = factories.execution(
                 status,
                 job_instance=job_instance,
+                job_definition=self.definitions[job],
+                attempt=attempt,
                 updated_at=factories.ago() - age,
                 restart_of=restart_of,
             )
@@ -244,7 +250,7 @@ class History:
             ]
         else:
             pool = []
-        reused = FlowDecision.objects.get(pk=rng.choice(pool)) if pool else None
+        reused = FlowDecision(pk=rng.choice(pool)) if pool else None
         source = rng.choice(steps) if steps and rng.random() < 0.5 else None
         decision = factories.flow_decision(execution, source=source, reused=reused)
         self.decisions[decision.pk] = execution.job_instance_id
