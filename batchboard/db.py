@@ -21,9 +21,11 @@ This module owns what a unit needs and nothing else:
 - the clock: timestamps are written in whole milliseconds, as oxide-batch
   writes them, from this host's clock or from a back-dated writer's;
 - the errors: a database error leaves a unit as :class:`ConcurrentModification`
-  (another writer got in the way) or :class:`Unavailable` (anything else),
-  both :class:`RepositoryError`, without the driver's message, whose
-  detail line can quote row values (spec 9.2).
+  (another writer got in the way: a retry can succeed),
+  :class:`ConstraintViolation` (the change breaks a constraint of the
+  schema: a retry of the same change cannot) or :class:`Unavailable`
+  (anything else), all :class:`RepositoryError`, without the driver's
+  message, whose detail line can quote row values (spec 9.2).
 """
 
 from __future__ import annotations
@@ -75,12 +77,42 @@ class RepositoryError(Exception):
 
 @dataclass(eq=False)
 class ConcurrentModification(RepositoryError):
-    """A concurrent writer changed the rows this unit of work depended on."""
+    """
+    A concurrent writer changed or held the rows this unit depended on.
+
+    A lock timeout, a deadlock, a serialization failure or SQLite's busy
+    database: the same operation can succeed once the other writer is done.
+    """
 
     code = "CONCURRENT_MODIFICATION"
     template = "{what} was modified concurrently; retry the operation"
+    retryable = True
 
     what: str = "a metadata row"
+
+
+@dataclass(eq=False)
+class ConstraintViolation(RepositoryError):
+    """
+    The unit's change breaks a constraint of the schema (SQLSTATE class 23).
+
+    A foreign key, a unique key, a check or a not-null column refused it.
+    Running the same change again meets the same rows and fails the same
+    way, so this is never told as a concurrent modification. ``what`` names
+    the constraint (PostgreSQL) or its kind, never a value.
+    """
+
+    code = "CONSTRAINT_VIOLATION"
+    template = "the operation would break {what}; retrying it cannot succeed"
+    retryable = False
+
+    what: str = "a constraint of the metadata schema"
+
+
+#: SQLSTATE classes of a refusal that can pass: a lost connection (08),
+#: insufficient resources (53), an operator's or a timeout's cancel (57),
+#: a system error (58).
+TRANSIENT_CLASSES = frozenset({"08", "53", "57", "58"})
 
 
 @dataclass(eq=False)
@@ -91,6 +123,17 @@ class Unavailable(RepositoryError):
 
     sqlstate: str | None = None
 
+    @property
+    def retryable(self) -> bool:
+        """
+        Return whether the same operation can succeed later.
+
+        A refusal whose SQLSTATE class is transient can; so can one without
+        a SQLSTATE (SQLite), which cannot be told apart. A missing
+        privilege (42501) or any other programming error cannot.
+        """
+        return self.sqlstate is None or self.sqlstate[:2] in TRANSIENT_CLASSES
+
     def describe(self) -> str:
         suffix = f" (SQLSTATE {self.sqlstate})" if self.sqlstate else ""
         return f"the metadata database refused the operation{suffix}"
@@ -99,6 +142,22 @@ class Unavailable(RepositoryError):
 #: SQLSTATEs of a writer that lost to another: lock timeout, deadlock and
 #: serialization failure.
 CONFLICT_STATES = frozenset({"55P03", "40P01", "40001"})
+
+#: SQLite's messages for a write lock another connection holds.
+SQLITE_BUSY = ("database is locked", "database table is locked")
+
+#: The kind of a violated constraint, by SQLSTATE and by the start of
+#: SQLite's message (which names columns, never values).
+CONSTRAINT_KINDS = {
+    "23503": "a foreign key",
+    "23505": "a unique key",
+    "23514": "a check constraint",
+    "23502": "a not-null column",
+    "FOREIGN KEY": "a foreign key",
+    "UNIQUE": "a unique key",
+    "CHECK": "a check constraint",
+    "NOT NULL": "a not-null column",
+}
 
 
 def sqlstate(error: BaseException) -> str | None:
@@ -115,21 +174,35 @@ def constraint_name(error: BaseException) -> str | None:
     return str(name) if name else None
 
 
+def _constraint(error: IntegrityError, state: str | None) -> str:
+    """Return the violated constraint as text: its name, else its kind."""
+    name = constraint_name(error)
+    if name:
+        return f"constraint {name}"
+    # The text is matched, never shown: SQLite names the kind only so.
+    text = str(error)
+    for key, kind in CONSTRAINT_KINDS.items():
+        if key == state or text.startswith(f"{key} constraint failed"):
+            return kind
+    return "a constraint of the metadata schema"
+
+
 def map_database_error(error: DatabaseError) -> RepositoryError:
     """
     Translate a database error into a repository error without its text.
 
-    A violated constraint, a lock timeout, a deadlock, a serialization
-    failure and SQLite's busy database mean another writer got in the way
-    (:class:`ConcurrentModification`); anything else is :class:`Unavailable`
-    with its SQLSTATE.
+    A violated constraint is a :class:`ConstraintViolation`; a lock timeout,
+    a deadlock, a serialization failure and SQLite's busy database mean
+    another writer got in the way (:class:`ConcurrentModification`);
+    anything else is :class:`Unavailable` with its SQLSTATE.
     """
     state = sqlstate(error)
     if isinstance(error, IntegrityError):
-        name = constraint_name(error) or "of the metadata schema"
-        return ConcurrentModification(f"constraint {name}")
-    # The text is matched, never shown: SQLite reports a busy database only so.
-    if state in CONFLICT_STATES or "database is locked" in str(error):
+        return ConstraintViolation(_constraint(error, state))
+    # The text is matched, never shown: SQLite reports a busy database (a
+    # file) or a locked table (shared-cache memory) only so.
+    text = str(error)
+    if state in CONFLICT_STATES or any(busy in text for busy in SQLITE_BUSY):
         return ConcurrentModification()
     return Unavailable(state)
 

@@ -39,30 +39,65 @@ def failed(kind: type[DatabaseError], state: str | None, **diag: str) -> Databas
 
 
 @pytest.mark.parametrize(
-    ("error", "message"),
+    "error",
+    [
+        failed(OperationalError, "55P03"),
+        failed(OperationalError, "40P01"),
+        failed(OperationalError, "40001"),
+        OperationalError("database is locked"),
+        OperationalError("database table is locked: ob_job_execution"),
+    ],
+    ids=["lock", "deadlock", "serialization", "busy", "shared-cache"],
+)
+def test_a_lost_race_is_a_concurrent_modification(error: DatabaseError) -> None:
+    mapped = db.map_database_error(error)
+    assert type(mapped) is db.ConcurrentModification
+    assert (mapped.code, mapped.retryable) == ("CONCURRENT_MODIFICATION", True)
+    assert str(mapped).startswith("a metadata row was modified concurrently")
+    assert SECRET not in str(mapped)
+
+
+@pytest.mark.parametrize(
+    ("error", "what"),
     [
         (
             failed(IntegrityError, "23505", constraint_name="ob_instance_unique"),
-            "constraint ob_instance_unique was modified concurrently",
+            "constraint ob_instance_unique",
         ),
+        (failed(IntegrityError, "23503"), "a foreign key"),
+        (failed(IntegrityError, "23514"), "a check constraint"),
+        (failed(IntegrityError, None), "a constraint of the metadata schema"),
+        (IntegrityError("FOREIGN KEY constraint failed"), "a foreign key"),
         (
-            failed(IntegrityError, None),
-            "constraint of the metadata schema was modified concurrently",
+            IntegrityError(f"UNIQUE constraint failed: ob_job_instance.{SECRET}"),
+            "a unique key",
         ),
-        (failed(OperationalError, "55P03"), "a metadata row was modified"),
-        (failed(OperationalError, "40P01"), "a metadata row was modified"),
-        (failed(OperationalError, "40001"), "a metadata row was modified"),
-        (OperationalError("database is locked"), "a metadata row was modified"),
+        (IntegrityError("NOT NULL constraint failed: t.c"), "a not-null column"),
     ],
-    ids=["unique", "sqlite-constraint", "lock", "deadlock", "serialization", "busy"],
+    ids=[
+        "named",
+        "foreign-key",
+        "check",
+        "unnamed",
+        "sqlite-fk",
+        "sqlite-unique",
+        "sqlite-null",
+    ],
 )
-def test_a_lost_race_is_a_concurrent_modification(
-    error: DatabaseError, message: str
+def test_a_violated_constraint_is_never_a_concurrent_modification(
+    error: DatabaseError, what: str
 ) -> None:
     mapped = db.map_database_error(error)
-    assert type(mapped) is db.ConcurrentModification
-    assert mapped.code == "CONCURRENT_MODIFICATION"
-    assert str(mapped).startswith(message)
+    assert type(mapped) is db.ConstraintViolation
+    assert not isinstance(mapped, db.ConcurrentModification)
+    assert (mapped.code, mapped.what, mapped.retryable) == (
+        "CONSTRAINT_VIOLATION",
+        what,
+        False,
+    )
+    assert (
+        str(mapped) == f"the operation would break {what}; retrying it cannot succeed"
+    )
     assert SECRET not in str(mapped)
 
 
@@ -88,6 +123,31 @@ def test_anything_else_is_unavailable(error: DatabaseError, message: str) -> Non
     mapped = db.map_database_error(error)
     assert type(mapped) is db.Unavailable
     assert (mapped.code, str(mapped)) == ("UNAVAILABLE", message)
+    # A timeout's cancel passes; a missing privilege does not; SQLite's
+    # other refusals cannot be told apart, so a retry may help.
+    assert mapped.retryable is (mapped.sqlstate != "42501")
+
+
+def test_each_failure_is_told_with_whether_trying_again_helps() -> None:
+    """The operator's message of each unit failure, from :func:`told`."""
+    told = actions.results.told
+    race = told(db.ConcurrentModification())
+    assert type(race) is actions.ConcurrentModification
+    assert "Trying again can help" in race.message
+    broken = told(db.ConstraintViolation("a foreign key"))
+    assert type(broken) is actions.ConstraintViolation
+    assert isinstance(broken, db.ConstraintViolation)
+    assert not isinstance(broken, db.ConcurrentModification)
+    assert (broken.code, broken.retryable) == ("CONSTRAINT_VIOLATION", False)
+    assert "would break a foreign key" in broken.message
+    assert "will not help" in broken.message
+    assert "changed" not in broken.message
+    denied = told(db.Unavailable("42501"))
+    assert type(denied) is actions.Unavailable
+    assert "(SQLSTATE 42501)" in denied.message and "will not help" in denied.message
+    timeout = told(db.Unavailable("57014"))
+    assert "(SQLSTATE 57014)" in timeout.message and "can help" in timeout.message
+    assert "can help" in told(db.Unavailable(None)).message
 
 
 def test_both_front_ends_share_one_concurrent_modification() -> None:
@@ -99,6 +159,7 @@ def test_both_front_ends_share_one_concurrent_modification() -> None:
     assert isinstance(told, actions.ActionError)
     assert told.code == db.ConcurrentModification.code
     assert "try again" in told.message and str(told) == told.message
+    assert repository.ConstraintViolation is db.ConstraintViolation
 
 
 def test_errors_fill_their_template_with_their_facts() -> None:
@@ -114,14 +175,14 @@ def test_errors_fill_their_template_with_their_facts() -> None:
 @pytest.mark.django_db
 def test_a_unit_maps_a_real_violation_without_its_values() -> None:
     row = factories.instance("mapped")
-    with pytest.raises(db.ConcurrentModification) as raised, db.unit():
+    with pytest.raises(db.ConstraintViolation) as raised, db.unit():
         JobInstance.objects.create(
             job_name="mapped",
             instance_key=bytes(row.instance_key),
             identifying_parameters={},
             created_at=row.created_at,
         )
-    assert "modified concurrently" in str(raised.value)
+    assert "retrying it cannot succeed" in str(raised.value)
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     assert JobInstance.objects.filter(job_name="mapped").count() == 1
 

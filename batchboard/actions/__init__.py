@@ -27,7 +27,15 @@ from batchboard.actions.executions import (
     recover_execution,
     stop_execution,
 )
+from batchboard.actions.holds import place_hold, release_hold
 from batchboard.actions.permissions import action_permissions, may, require
+from batchboard.actions.purge import (
+    PurgeCriteria,
+    PurgePlan,
+    apply_purge,
+    parse_candidates,
+    plan_purge,
+)
 from batchboard.actions.recovery import (
     RecoveryProposal,
     propose,
@@ -37,6 +45,7 @@ from batchboard.actions.results import (
     ActionError,
     ActionResult,
     ConcurrentModification,
+    ConstraintViolation,
     EvidenceStale,
     InvalidRequest,
     NotRecoverable,
@@ -44,15 +53,7 @@ from batchboard.actions.results import (
     OperationOutcomeUnknown,
     PlanStale,
     TargetNotFound,
-)
-from batchboard.actions.retention import (
-    PurgeCriteria,
-    PurgePlan,
-    apply_purge,
-    parse_candidates,
-    place_hold,
-    plan_purge,
-    release_hold,
+    Unavailable,
 )
 from batchboard.db import back_dated
 from batchboard.vocabulary import (
@@ -72,6 +73,7 @@ __all__ = [
     "ActionError",
     "ActionResult",
     "ConcurrentModification",
+    "ConstraintViolation",
     "Directive",
     "EvidenceStale",
     "InvalidRequest",
@@ -85,6 +87,7 @@ __all__ = [
     "RecoveryProposal",
     "ServiceActor",
     "TargetNotFound",
+    "Unavailable",
     "abandon_execution",
     "action_permissions",
     "actor_ref_for",

@@ -12,8 +12,8 @@ Each call runs the protocol of spec 4.3:
 3. a guard rejection rolls the transaction back and records a REJECTED row
    in a transaction of its own;
 4. a failed audit insert (normally the same operation id committed by a
-   concurrent submission) re-probes: REPLAYED, a conflict, or
-   :class:`ConcurrentModification`;
+   concurrent submission) re-probes: REPLAYED, a conflict, or the
+   failure's own error (:func:`batchboard.actions.unit.settle`);
 5. a failed commit raises :class:`OperationOutcomeUnknown`; the operator
    resubmits the same form, whose operation id then reports the outcome.
 

@@ -210,12 +210,69 @@ class ConcurrentModification(db.ConcurrentModification, ActionError):
     """
 
     text = _(
-        "The metadata changed while the action ran and nothing was "
-        "recorded. Reload the page and try again."
+        "Another writer changed or held the same rows while the action ran, "
+        "and nothing was recorded. Trying again can help: reload the page "
+        "and try again."
     )
 
     def __init__(self) -> None:
         ActionError.__init__(self)
+
+
+class ConstraintViolation(db.ConstraintViolation, ActionError):
+    """
+    The action's change breaks a constraint of the schema.
+
+    The unit of work's :class:`batchboard.db.ConstraintViolation`, told to
+    the operator: not a race, so trying again as it is cannot succeed.
+    """
+
+    text = _(
+        "The metadata database refused the change: it would break "
+        "%(what)s. Nothing was recorded. Trying again will not help while "
+        "the rows stay as they are; reload the page to see their current state."
+    )
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        ActionError.__init__(self, what=what)
+
+
+class Unavailable(db.Unavailable, ActionError):
+    """
+    The metadata database refused the action for another reason.
+
+    The unit of work's :class:`batchboard.db.Unavailable`, told to the
+    operator with its SQLSTATE and whether trying again can help.
+    """
+
+    text = _(
+        "The metadata database refused the action%(state)s and nothing was "
+        "recorded. Trying again can help once the database answers again."
+    )
+    #: A refusal that a retry meets again: a missing privilege, a schema
+    #: that is not the one expected.
+    lasting = _(
+        "The metadata database refused the action%(state)s and nothing was "
+        "recorded. Trying again will not help: the database role may lack a "
+        "privilege or the schema differ; ask the administrator."
+    )
+
+    def __init__(self, sqlstate: str | None) -> None:
+        self.sqlstate = sqlstate
+        state = f" (SQLSTATE {sqlstate})" if sqlstate else ""
+        ActionError.__init__(
+            self, self.text if self.retryable else self.lasting, state=state
+        )
+
+
+def told(error: db.RepositoryError) -> ActionError:
+    """Return the operator's error for a failed unit of work's ``error``."""
+    if isinstance(error, db.ConstraintViolation):
+        return ConstraintViolation(error.what)
+    if isinstance(error, db.Unavailable):
+        return Unavailable(error.sqlstate)
+    return ConcurrentModification()
 
 
 class TargetNotFound(ActionError):

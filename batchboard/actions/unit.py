@@ -20,8 +20,8 @@ from batchboard import db
 from batchboard.actions.results import (
     ActionError,
     ActionResult,
-    ConcurrentModification,
     OperationOutcomeUnknown,
+    told,
 )
 
 
@@ -71,11 +71,12 @@ def settle(
 
     A failure inside the unit (normally the audit insert losing to a
     concurrent submission of the same operation id, or a lock or statement
-    timeout) re-probes: the recorded outcome, else
-    :class:`ConcurrentModification`. A failure after the body ran to its end
-    came from COMMIT, so the outcome is unknown
-    (:class:`OperationOutcomeUnknown`); resubmitting the same operation id
-    reports it.
+    timeout) re-probes: the recorded outcome, else the failure as
+    :func:`~batchboard.actions.results.told` words it for the operator
+    (:class:`ConcurrentModification`, :class:`ConstraintViolation` or
+    :class:`Unavailable`). A failure after the body ran to its end came
+    from COMMIT, so the outcome is unknown (:class:`OperationOutcomeUnknown`);
+    resubmitting the same operation id reports it.
     """
     committed = False
     try:
@@ -87,6 +88,6 @@ def settle(
             raise OperationOutcomeUnknown(operation_id) from error
         replay = reprobe()
         if replay is None:
-            raise ConcurrentModification() from error
+            raise told(error) from error
         return replay
     return result

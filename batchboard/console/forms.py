@@ -28,7 +28,7 @@ from django.utils.translation import gettext_lazy as _
 
 from batchboard import actions, vocabulary
 from batchboard.actions import envelope
-from batchboard.actions.retention import (
+from batchboard.actions.purge import (
     DEFAULT_AGE_SECONDS,
     DEFAULT_BATCH,
     MAX_AGE_SECONDS,

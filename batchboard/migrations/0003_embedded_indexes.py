@@ -17,4 +17,14 @@ class Migration(migrations.Migration):
         ("batchboard", "0002_authorization_classes"),
     ]
 
-    operations = [CreateEmbeddedIndexes()]
+    operations = [
+        CreateEmbeddedIndexes(
+            names=(
+                "bb_execution_status_identity",
+                "bb_execution_restart_of",
+                "bb_flow_decision_source_step",
+                "bb_flow_decision_reused",
+                "bb_step_partition_worker",
+            )
+        )
+    ]

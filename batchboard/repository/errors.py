@@ -4,8 +4,9 @@ The repository's errors, one class per error of the oxide-batch contract.
 Every error derives from :class:`RepositoryError` and carries only
 displayable facts: ids, versions, statuses, names, counts and categories.
 Parameter values, payloads and manifests never reach a message (spec 9.2).
-The base and the two errors of the unit of work itself,
-:class:`ConcurrentModification` and :class:`Unavailable`, are those of
+The base and the three errors of the unit of work itself,
+:class:`ConcurrentModification`, :class:`ConstraintViolation` and
+:class:`Unavailable`, are those of
 :mod:`batchboard.db`; each class below declares its code, its message
 template and its facts.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from batchboard.db import ConcurrentModification as ConcurrentModification
+from batchboard.db import ConstraintViolation as ConstraintViolation
 from batchboard.db import RepositoryError as RepositoryError
 from batchboard.db import Unavailable as Unavailable
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import functools
 from typing import Any
 
@@ -16,7 +17,7 @@ from batchboard import conf, schema
 from batchboard.schema import embedded
 
 
-class SchemaOperation(Operation):
+class SchemaOperation(Operation, metaclass=abc.ABCMeta):
     """
     Run batchboard's statements forwards and their drops backwards.
 
@@ -30,11 +31,11 @@ class SchemaOperation(Operation):
     reduces_to_sql = True
     atomic = True
 
+    @abc.abstractmethod
     def statements_on(
         self, connection: BaseDatabaseWrapper, *, drop: bool
     ) -> list[str]:
         """Return the statements to run on ``connection`` (none to leave it)."""
-        raise NotImplementedError
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """Change no model state: the models and their indexes are not managed."""
@@ -145,18 +146,26 @@ class CreateEmbeddedIndexes(SchemaOperation):
 
     No statement runs on PostgreSQL, whose schema stays exactly
     oxide-batch's, nor in attached mode, nor on a database the router keeps
-    the app off.
+    the app off. ``names`` are the indexes this migration adds; each
+    migration names its own, so reversing one drops only those.
     """
+
+    def __init__(self, names: tuple[str, ...] | None = None) -> None:
+        self.names = names
+        # Resolved here so that a migration naming an unknown index fails
+        # as soon as it is loaded.
+        embedded.sqlite_statements(names=names)
 
     def statements_on(
         self, connection: BaseDatabaseWrapper, *, drop: bool
     ) -> list[str]:
         if connection.vendor != "sqlite":
             return []
-        return embedded.sqlite_statements(drop=drop)
+        return embedded.sqlite_statements(drop=drop, names=self.names)
 
     def describe(self) -> str:
         return "Add batchboard's embedded-only indexes (managed SQLite only)"
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        return (self.__class__.__qualname__, [], {})
+        named = {} if self.names is None else {"names": self.names}
+        return (self.__class__.__qualname__, [], named)

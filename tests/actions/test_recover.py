@@ -447,7 +447,7 @@ def test_decision_update_and_audit_commit_together(
     monkeypatch.setattr(executions, "_audit", failing_audit)
     execution = factories.execution("STARTED")
     proposal = actions.propose(execution.pk)
-    with pytest.raises(actions.ConcurrentModification):
+    with pytest.raises(actions.ConstraintViolation):
         _recover(admin_user, proposal, "op-torn")
     fresh = JobExecution.objects.get(pk=execution.pk)
     assert (fresh.status, fresh.version, fresh.failure_category) == ("STARTED", 3, None)

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from batchboard import actions, conf
-from batchboard.actions.retention import COUNT_FIELDS
+from batchboard.actions.holds import COUNT_FIELDS
 from batchboard.digests import plan_digest
 from batchboard.models import (
     ComponentState,
@@ -395,27 +395,35 @@ def test_a_reused_decision_is_detached_not_blocking(admin_user: User) -> None:
     assert FlowDecision.objects.filter(pk=citing.pk).exists()
 
 
-def test_a_reference_across_instances_rolls_the_purge_back(
-    admin_user: User,
-) -> None:
+def test_citations_from_younger_instances_are_cleared(admin_user: User) -> None:
     """
-    A row no repository writes (a decision reusing another instance's) is
-    not searched for, but the foreign key still stops the purge whole.
+    Decisions of the plan cited by decisions of younger instances, which the
+    plan leaves, do not stop the purge: the citations become NULL, as
+    oxide-batch's apply makes them (spec 6.3).
     """
     old = factories.execution(
         "FAILED", job_instance=factories.instance(), updated_at=factories.ago(**OLD)
     )
-    new = factories.execution(
-        "COMPLETED", job_instance=factories.instance(), updated_at=factories.ago(days=1)
-    )
-    factories.flow_decision(new, reused=factories.flow_decision(old))
+    first, second = factories.flow_decision(old), factories.flow_decision(old)
+    citing = []
+    for cited in (first, second, first):
+        younger = factories.execution(
+            "COMPLETED",
+            job_instance=factories.instance(),
+            updated_at=factories.ago(days=1),
+        )
+        citing.append(factories.flow_decision(younger, reused=cited))
+    untouched = factories.flow_decision(citing[0].job_execution, reused=citing[1])
     plan = _plan(admin_user)
     assert [e for _i, e, _v in plan.candidates] == [old.pk]
-    before = _table_counts()
-    with pytest.raises(actions.ActionError):
-        _apply(admin_user, plan, "op-across")
-    assert _table_counts() == before
-    assert not RetentionAction.objects.filter(action="APPLY_PURGE").exists()
+    result = _apply(admin_user, plan, "op-across")
+    assert result.outcome == "APPLIED"
+    assert result.counts["deleted_flow_decisions"] == 2
+    assert not JobExecution.objects.filter(pk=old.pk).exists()
+    assert [
+        FlowDecision.objects.get(pk=row.pk).reused_decision_id for row in citing
+    ] == [None, None, None]
+    assert FlowDecision.objects.get(pk=untouched.pk).reused_decision_id == citing[1].pk
 
 
 def test_a_held_instance_is_never_purged(admin_user: User) -> None:
@@ -542,17 +550,17 @@ def test_a_version_moving_during_the_purge_rolls_everything_back(
     admin_user: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executions are deleted by (id, version): a moved one undoes the purge."""
-    from batchboard.actions import retention
+    from batchboard.actions import purge
 
     history = _history()
     plan = _plan(admin_user)
-    real = retention._revalidate
+    real = purge._revalidate
 
     def revalidate_then_race(*args: object) -> None:
         real(*args)  # type: ignore[arg-type]
         JobExecution.objects.filter(pk=history["first"].pk).update(version=8)  # type: ignore[attr-defined]
 
-    monkeypatch.setattr(retention, "_revalidate", revalidate_then_race)
+    monkeypatch.setattr(purge, "_revalidate", revalidate_then_race)
     before = _table_counts()
     with pytest.raises(actions.PlanStale) as raised:
         _apply(admin_user, plan, "op-race")

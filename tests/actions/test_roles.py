@@ -18,7 +18,7 @@ from django.db.utils import load_backend
 from django.test import override_settings
 
 from batchboard import actions
-from batchboard.models import JobExecution, JobInstance, RetentionAction
+from batchboard.models import FlowDecision, JobExecution, JobInstance, RetentionAction
 from tests.factories import actions as factories
 
 OPERATOR_ROLE = "bb_actions_operator"
@@ -160,7 +160,7 @@ def test_the_operator_role_cannot_purge(
     wrong = {"RETENTION": role_aliases["OPERATOR"]}
     with (
         override_settings(BATCHBOARD={"ACTION_DATABASES": wrong}),
-        pytest.raises(actions.ConcurrentModification),
+        pytest.raises(actions.Unavailable) as raised,
     ):
         actions.apply_purge(
             user=admin_user,
@@ -170,5 +170,32 @@ def test_the_operator_role_cannot_purge(
             reason_code="RETENTION_POLICY",
             operation_id="op-denied",
         )
+    # A missing privilege is no race: retrying cannot help, and it says so.
+    assert (raised.value.sqlstate, raised.value.retryable) == ("42501", False)
+    assert "will not help" in raised.value.message
     assert JobExecution.objects.filter(pk=old.pk).exists()
     assert not RetentionAction.objects.exists()
+
+
+@pytest.mark.postgresql
+def test_the_retention_role_clears_citations_in_other_instances(
+    role_aliases: dict[str, str], admin_user: User
+) -> None:
+    old = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    cited = factories.flow_decision(old)
+    younger = factories.execution("COMPLETED", updated_at=factories.ago(days=1))
+    citing = factories.flow_decision(younger, reused=cited)
+    plan = actions.plan_purge(user=admin_user, job_name="nightly-import")
+    assert [e for _i, e, _v in plan.candidates] == [old.pk]
+    with override_settings(BATCHBOARD={"ACTION_DATABASES": role_aliases}):
+        result = actions.apply_purge(
+            user=admin_user,
+            criteria=plan.criteria,
+            candidates=plan.candidates,
+            plan_digest_hex=plan.digest_hex,
+            reason_code="RETENTION_POLICY",
+            operation_id="op-cited",
+        )
+    assert result.counts["deleted_flow_decisions"] == 1
+    assert not JobExecution.objects.filter(pk=old.pk).exists()
+    assert FlowDecision.objects.get(pk=citing.pk).reused_decision_id is None

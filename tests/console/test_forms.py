@@ -11,7 +11,7 @@ from django.forms import Form
 from django.http import QueryDict
 
 from batchboard import actions, vocabulary
-from batchboard.actions.retention import (
+from batchboard.actions.purge import (
     DEFAULT_AGE_SECONDS,
     DEFAULT_BATCH,
     MAX_AGE_SECONDS,

@@ -129,8 +129,28 @@ def test_the_purge_plan_is_a_read(viewer_user: User) -> None:
     assert response.status_code == 200
     assert "1 candidate execution" in body
     assert "Apply this plan" not in body
+    # The rows per table are for those who may apply the plan.
+    assert "Rows that would be deleted" not in body
+    assert "Job executions" not in body
     anyone = factories.user("nobody")
     assert _client(anyone).get(reverse("batchboard:purge_plan")).status_code == 403
+
+
+def test_the_plan_s_counts_need_the_purge_s_class(db: None) -> None:
+    """Per-table counts are shown to Destructive holders only, not Lifecycle."""
+    factories.execution("FAILED", updated_at=factories.ago(days=40))
+    query = {"job_name": "nightly-import"}
+    for codenames, shown in (
+        (("operate_lifecycle",), False),
+        (("operate_destructive",), True),
+    ):
+        holder = factories.user("-".join(codenames), *factories.VIEW, *codenames)
+        response = _client(holder).get(reverse("batchboard:purge_plan"), query)
+        body = response.content.decode()
+        assert response.status_code == 200
+        assert "1 candidate execution" in body
+        assert ("Rows that would be deleted" in body) is shown, codenames
+        assert ("Job executions" in body) is shown, codenames
 
 
 def test_csrf_is_required_on_every_action(admin_user: User) -> None:
@@ -344,6 +364,7 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
     page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
     html = page.content.decode()
     assert "Apply this plan" in html
+    assert "Rows that would be deleted" in html
     inputs = re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', html)
     data: dict[str, list[str]] = {}
     for name, value in inputs:
@@ -368,6 +389,61 @@ def test_purge_from_the_dashboard_and_a_stale_plan(admin_user: User) -> None:
     assert "APPLIED" in done and "Job executions" in done
     assert "deleted_job_executions" not in done
     assert not JobExecution.objects.filter(pk=old.pk).exists()
+
+
+def _plan_form(client: Client) -> dict[str, list[str]]:
+    page = client.get(reverse("batchboard:purge_plan"), {"job_name": "nightly-import"})
+    data: dict[str, list[str]] = {}
+    for name, value in re.findall(
+        r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.content.decode()
+    ):
+        data.setdefault(name, []).append(value)
+    data["reason_code"] = ["RETENTION_POLICY"]
+    return data
+
+
+def test_a_refused_purge_names_its_cause_on_the_dashboard(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A foreign key's refusal says retrying will not help, not that rows moved."""
+    from batchboard.actions import purge
+
+    job_instance = factories.instance()
+    first = factories.execution(
+        "FAILED", job_instance=job_instance, updated_at=factories.ago(days=40)
+    )
+    factories.execution(
+        "COMPLETED",
+        job_instance=job_instance,
+        restart_of=first,
+        updated_at=factories.ago(days=1),
+    )
+    # Without the restart-chain rule the plan holds the restarted attempt.
+    monkeypatch.setattr(purge, "_referenced", lambda *args: set())
+    client = _client(admin_user, csrf=True)
+    body = client.post(
+        reverse("batchboard:purge_apply"), _plan_form(client), headers=HTMX
+    ).content.decode()
+    assert "CONSTRAINT_VIOLATION" in body
+    assert "Trying again will not help" in body
+    assert "changed while the action ran" not in body
+    assert JobExecution.objects.filter(pk=first.pk).exists()
+
+
+def test_a_purge_of_decisions_cited_elsewhere_applies_from_the_dashboard(
+    admin_user: User,
+) -> None:
+    old = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    younger = factories.execution("COMPLETED", updated_at=factories.ago(days=1))
+    citing = factories.flow_decision(younger, reused=factories.flow_decision(old))
+    client = _client(admin_user, csrf=True)
+    body = client.post(
+        reverse("batchboard:purge_apply"), _plan_form(client), headers=HTMX
+    ).content.decode()
+    assert "APPLIED" in body
+    assert not JobExecution.objects.filter(pk=old.pk).exists()
+    citing.refresh_from_db()
+    assert citing.reused_decision_id is None
 
 
 def _plan_page(client: Client, **params: Any) -> str:

@@ -22,7 +22,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from batchboard import cursors, vocabulary
-from batchboard.actions import retention
+from batchboard.actions import purge
 from batchboard.explorer import overview, queries, trends
 from batchboard.models import JobExecution, JobInstance
 from tests import factories
@@ -298,7 +298,7 @@ def test_the_purge_plan_and_its_revalidation_use_indexes(
     user = factories.administrator()
     for job in ("busy-job", "rare-job"):
         plans = _assert_bounded(
-            lambda job=job: retention.plan_purge(
+            lambda job=job: purge.plan_purge(
                 user=user, job_name=job, min_age_seconds=3600, batch=1000
             ),
             # The survey sorts one instance's executions at a time.
@@ -307,11 +307,33 @@ def test_the_purge_plan_and_its_revalidation_use_indexes(
         survey = "\n".join(plans[0])
         assert "ob_job_instance_name_identity (job_name=?)" in survey, survey
         assert "TEMP B-TREE FOR ORDER BY" not in survey, survey
-    plan = retention.plan_purge(user=user, job_name="busy-job", min_age_seconds=3600)
+    plan = purge.plan_purge(user=user, job_name="busy-job", min_age_seconds=3600)
     assert plan.candidates
     criteria = plan.criteria
     _assert_bounded(
-        lambda: retention._revalidate(
+        lambda: purge._revalidate(
             criteria, plan.candidates, factories.now() + timedelta(seconds=1)
         )
     )
+
+
+def test_the_purge_deletes_and_clears_citations_on_indexes(
+    history: dict[str, Any],
+) -> None:
+    user = factories.administrator()
+    plan = purge.plan_purge(user=user, job_name="busy-job", min_age_seconds=3600)
+    assert plan.candidates
+    statements = _statements(lambda: purge._delete(plan.candidates))
+    plans = {sql: _plan(sql) for sql in statements}
+    # The first statement clears the surviving citations of the planned
+    # decisions, wherever they sit, on the embedded index of the column.
+    cleared = "\n".join(plans[statements[0]])
+    assert statements[0].startswith("UPDATE ob_flow_decision"), statements[0]
+    assert "bb_flow_decision_reused (reused_decision_id=?)" in cleared, cleared
+    for sql, lines in plans.items():
+        assert not _unbounded(lines), (sql, lines)
+    # Deleting an instance checks its operator requests on the embedded index.
+    (instances,) = [
+        sql for sql in plans if sql.startswith("DELETE FROM ob_job_instance")
+    ]
+    assert any("bb_operator_request_instance" in line for line in plans[instances])

@@ -10,6 +10,7 @@ from batchboard.db import map_database_error
 from batchboard.models import JobExecution, StepExecution, StepPartition
 from batchboard.repository import (
     ConcurrentModification,
+    ConstraintViolation,
     ExecutionAlreadyActive,
     JobRepository,
     ManualClock,
@@ -62,7 +63,7 @@ def test_database_errors_are_repository_errors() -> None:
     integrity = map_database_error(IntegrityError("Key (x)=(secret) already exists"))
     locked = map_database_error(OperationalError("database is locked"))
     other = map_database_error(DatabaseError("relation ob_x does not exist: secret"))
-    assert isinstance(integrity, ConcurrentModification)
+    assert isinstance(integrity, ConstraintViolation)
     assert isinstance(locked, ConcurrentModification)
     assert isinstance(other, Unavailable)
     assert all(isinstance(e, RepositoryError) for e in (integrity, locked, other))

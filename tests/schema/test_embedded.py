@@ -71,6 +71,36 @@ def test_the_operation_adds_and_drops_them_on_sqlite() -> None:
     assert _index_names(connection.alias) & names == names
     assert operation.deconstruct() == ("CreateEmbeddedIndexes", [], {})
     assert "SQLite" in operation.describe()
+    one = CreateEmbeddedIndexes(names=("bb_operator_request_instance",))
+    with connection.schema_editor() as editor:
+        one.database_backwards("batchboard", editor, state, state)
+    assert names - _index_names(connection.alias) == {"bb_operator_request_instance"}
+    with connection.schema_editor() as editor:
+        one.database_forwards("batchboard", editor, state, state)
+    assert _index_names(connection.alias) & names == names
+    assert one.deconstruct() == (
+        "CreateEmbeddedIndexes",
+        [],
+        {"names": ("bb_operator_request_instance",)},
+    )
+
+
+def test_the_migrations_add_each_index_once() -> None:
+    """Each migration names its own indexes; together they are all of them."""
+    from django.db.migrations.loader import MigrationLoader
+
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    added: list[str] = []
+    for key, migration in sorted(loader.disk_migrations.items()):
+        if key[0] != "batchboard":
+            continue
+        for operation in migration.operations:
+            if isinstance(operation, CreateEmbeddedIndexes):
+                assert operation.names is not None, key
+                added += operation.names
+    assert sorted(added) == sorted(name for name, _, _ in embedded.SQLITE_INDEXES)
+    with pytest.raises(ValueError):
+        CreateEmbeddedIndexes(names=("bb_no_such_index",))
 
 
 def test_the_statements_name_every_index() -> None:

@@ -34,7 +34,7 @@ from django.template.backends.django import Template
 from django.urls import reverse
 
 from batchboard import conf, cursors, vocabulary
-from batchboard.actions import retention
+from batchboard.actions.purge import MAX_BATCH, plan_purge
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.measure import (
@@ -161,9 +161,7 @@ def _purge_plan_view(request: HttpRequest, job_name: str) -> HttpResponse:
 
     Planning reads only: the survey, the restart-chain rule, the counts.
     """
-    plan = retention.plan_purge(
-        user=request.user, job_name=job_name, batch=retention.MAX_BATCH
-    )
+    plan = plan_purge(user=request.user, job_name=job_name, batch=MAX_BATCH)
     return HttpResponse(f"{len(plan.candidates)} candidates")
 
 
@@ -446,9 +444,7 @@ class Command(BenchmarkCommand):
             ("step (partitions)", "batchboard:step", [facts["step"]]),
         ):
             results.append(page(name, f"{reverse(url_name, args=args)}?{size}"))
-        planned = retention.plan_purge(
-            user=user, job_name=facts["busy"], batch=retention.MAX_BATCH
-        )
+        planned = plan_purge(user=user, job_name=facts["busy"], batch=MAX_BATCH)
         purge = page(
             f"purge plan {facts['busy']} ({len(planned.candidates):,} candidates)",
             "/purge-plan/",

@@ -1,12 +1,8 @@
 """
-Holds and purges (spec 6): HOLD, RELEASE_HOLD, the purge plan, APPLY_PURGE.
+Purges (spec 6.2, 6.3): the purge plan and APPLY_PURGE.
 
-Replays
-    oxide-batch replays a retention operation id without comparing the
-    request (spec 6.3.1). batchboard compares what the recorded row holds:
-    the instance and reason of a hold or release, the reason, plan digest
-    and batch bound of a purge. A mismatch raises
-    :class:`OperationIdConflict`, as for operator requests.
+A purge's audit row is replayed as a hold's is
+(:mod:`batchboard.actions.holds`).
 
 The restart-chain rule (spec 11.2)
     A purge plan never contains an execution that a surviving execution
@@ -19,9 +15,10 @@ The restart-chain rule (spec 11.2)
     until nothing changes. A restart chain is therefore purged only when
     every execution of it qualifies in the same plan; otherwise its older
     part waits. Decisions reused by surviving decisions do not block: their
-    ``reused_decision_id`` is cleared, as oxide-batch does. The plan page
-    lists what the rule left out. Applying re-checks the rule inside the
-    transaction, so an apply never fails half-way on a foreign key.
+    ``reused_decision_id`` is cleared wherever they sit, as oxide-batch
+    does. The plan page lists what the rule left out. Applying re-checks the
+    rule inside the transaction, so an apply never fails half-way on a
+    foreign key.
 
 The survey applies the batch bound before the rule, so a plan may hold
 fewer executions than its batch; the next plan picks up where it stopped.
@@ -57,12 +54,11 @@ from django.utils.translation import gettext_lazy as _
 
 from batchboard import db, vocabulary
 from batchboard.actions import envelope, permissions, unit
+from batchboard.actions.holds import COUNT_FIELDS, _probe, _retention_result
 from batchboard.actions.results import (
     ActionResult,
     InvalidRequest,
-    OperationIdConflict,
     PlanStale,
-    TargetNotFound,
 )
 from batchboard.digests import ParameterError, plan_digest, validate_name
 from batchboard.expressions import Unindexed
@@ -71,7 +67,7 @@ from batchboard.models import (
     JobInstance,
     RetentionAction,
 )
-from batchboard.vocabulary import APPLIED, MAX_BIGINT, REPLAYED, parse_whole_number
+from batchboard.vocabulary import APPLIED, parse_whole_number
 
 MIN_AGE_SECONDS = 3600
 # A bound of batchboard's own: older thresholds fall outside the calendar
@@ -80,111 +76,6 @@ MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
 DEFAULT_AGE_SECONDS = 30 * 24 * 3600
 MAX_BATCH = 1000
 DEFAULT_BATCH = 1000
-
-#: The seven counted tables, in the order of the audit row's columns.
-COUNT_FIELDS = (
-    "deleted_flow_decisions",
-    "deleted_recovery_decisions",
-    "deleted_operator_requests",
-    "deleted_step_partitions",
-    "deleted_step_executions",
-    "deleted_job_executions",
-    "deleted_job_instances",
-)
-
-
-def _retention_result(
-    row: RetentionAction, outcome: str, changed: bool
-) -> ActionResult:
-    counts = {name: getattr(row, name) for name in COUNT_FIELDS}
-    return ActionResult.recorded(row, outcome, changed=changed, counts=counts)
-
-
-def _probe(action: str, operation_id: str, **expected: Any) -> ActionResult | None:
-    row = (
-        RetentionAction.objects.using(db.alias())
-        .filter(action=action, operation_id=operation_id)
-        .first()
-    )
-    if row is None:
-        return None
-    for name, value in expected.items():
-        recorded = getattr(row, name)
-        if isinstance(recorded, memoryview):
-            recorded = bytes(recorded)
-        if recorded != value:
-            raise OperationIdConflict(operation_id)
-    return _retention_result(row, REPLAYED, changed=False)
-
-
-# -- holds (spec 6.1) -------------------------------------------------------------
-
-
-def _hold(
-    action: str, user: Any, instance_id: object, reason_code: str, operation_id: str
-) -> ActionResult:
-    """Place or release a hold (``action``): permission, then the protocol."""
-    permissions.require(user, action)
-    with unit.writing(db.RETENTION):
-        return _hold_protocol(action, user, instance_id, reason_code, operation_id)
-
-
-def _hold_protocol(
-    action: str, user: Any, instance_id: object, reason_code: str, operation_id: str
-) -> ActionResult:
-    (ident,) = envelope.whole_numbers(
-        instance_id, invalid=_("The instance id must be a number.")
-    )
-    if not 0 < ident <= MAX_BIGINT:
-        raise InvalidRequest(_("The instance id is out of range."))
-    reason = envelope.validate_reason(reason_code, action)
-    op = envelope.validate_operation_id(operation_id)
-    actor = envelope.actor_ref_for(user)
-    expected = {"job_instance_id": ident, "reason_code": reason}
-
-    def apply(at: datetime) -> ActionResult:
-        instance = (
-            JobInstance.objects.using(db.alias())
-            .select_for_update()
-            .only("id", "hold_actor", "hold_reason", "hold_placed_at")
-            .filter(pk=ident)
-            .first()
-        )
-        if instance is None:
-            raise TargetNotFound(str(_("job instance")), ident)
-        if action == vocabulary.HOLD:
-            values = {"hold_actor": actor, "hold_reason": reason, "hold_placed_at": at}
-            changed = (instance.hold_actor, instance.hold_reason) != (actor, reason)
-        else:
-            values = {"hold_actor": None, "hold_reason": None, "hold_placed_at": None}
-            changed = instance.hold_actor is not None
-        JobInstance.objects.using(db.alias()).filter(pk=ident).update(**values)
-        row = RetentionAction.objects.using(db.alias()).create(
-            job_instance_id=ident,
-            action=action,
-            operation_id=op,
-            actor_ref=actor,
-            reason_code=reason,
-            outcome_class=APPLIED,
-            applied_at=at,
-        )
-        return _retention_result(row, APPLIED, changed=changed)
-
-    return unit.decide(op, lambda: _probe(action, op, **expected), apply)
-
-
-def place_hold(
-    *, user: Any, instance_id: int, reason_code: str, operation_id: str
-) -> ActionResult:
-    """Place (or overwrite) a hold on one job instance; purges then skip it."""
-    return _hold(vocabulary.HOLD, user, instance_id, reason_code, operation_id)
-
-
-def release_hold(
-    *, user: Any, instance_id: int, reason_code: str, operation_id: str
-) -> ActionResult:
-    """Release the hold on one job instance (recorded even if none was placed)."""
-    return _hold(vocabulary.RELEASE_HOLD, user, instance_id, reason_code, operation_id)
 
 
 # -- purge plan (spec 6.2) --------------------------------------------------------
@@ -571,18 +462,23 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
             cursor.execute(sql, params)
             return int(cursor.rowcount)
 
-        # (1) Decisions that reused a planned decision keep their own row.
-        # A decision reuses one of its own instance (spec 7), so only the
-        # decisions of the planned instances are searched: the column has
-        # no index, and a search of every decision read the whole table.
-        owners, owned = _among("job_instance_id", instances)
-        run(
-            "UPDATE ob_flow_decision SET reused_decision_id = NULL WHERE"
-            f" job_execution_id IN (SELECT id FROM ob_job_execution WHERE {owners})"
-            " AND reused_decision_id IN (SELECT id FROM ob_flow_decision"
-            f" WHERE {planned})",
-            owned + ids,
+        # (1) A surviving decision that reused a planned one keeps its own
+        # row and loses the citation, in whichever instance it sits, as
+        # oxide-batch's apply does (spec 6.3). SQLite finds the citing rows
+        # on its embedded index of the column; PostgreSQL has none and reads
+        # the table once, where the foreign-key check of the delete below
+        # reads it once per deleted decision (docs/benchmarks.md).
+        cited = (
+            "UPDATE ob_flow_decision SET reused_decision_id = NULL"
+            " WHERE reused_decision_id IN (SELECT id FROM ob_flow_decision"
+            f" WHERE {planned})"
         )
+        if db.connection().vendor == "sqlite":
+            # SQLite checks RESTRICT row by row, so a planned decision citing
+            # another is cleared too before the delete trips over it.
+            run(cited, ids)
+        else:
+            run(f"{cited} AND NOT ({planned})", ids + ids)
         counts["deleted_flow_decisions"] = run(
             f"DELETE FROM ob_flow_decision WHERE {planned}", ids
         )
@@ -612,11 +508,14 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
             )
         # Compare-and-delete: an execution whose version moved since the
         # re-validation is not deleted, and the short count rolls back the
-        # whole purge.
+        # whole purge. The ids alone first: SQLite reads the whole table
+        # for a row value compared with a VALUES list.
         pairs = ", ".join(["(%s, %s)"] * len(candidates))
+        rows, row_ids = _among("id", executions)
         deleted = run(
-            f"DELETE FROM ob_job_execution WHERE (id, version) IN (VALUES {pairs})",
-            [value for _i, e, v in candidates for value in (e, v)],
+            f"DELETE FROM ob_job_execution WHERE {rows}"
+            f" AND (id, version) IN (VALUES {pairs})",
+            row_ids + [value for _i, e, v in candidates for value in (e, v)],
         )
         if deleted != len(candidates):
             raise PlanStale(_("an execution changed while the purge ran."))
