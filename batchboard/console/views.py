@@ -366,6 +366,13 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
         "proposal": proposal,
         "evidence": proposal.evidence,
         "may_recover": permissions.may(request.user, vocabulary.RECOVER),
+        # Whether the execution offers a recovery: the eligibility rule's
+        # answer on this proposal, which the service asks again on submit.
+        "offer": eligibility.recover(
+            proposal.evidence.status,
+            candidate=proposal.is_candidate,
+            verdict=proposal.verdict_text(),
+        ),
         "operation_id": envelope.new_operation_id(),
         "reasons": forms.RecoverForm.reasons(),
         "categories": vocabulary.RECOVERY_CATEGORIES,

@@ -435,8 +435,21 @@ def test_hold_and_release_from_the_dashboard(admin_user: User) -> None:
         **_form(client.get(url, headers=HTMX).content.decode()),
         "reason_code": "AUDIT",
     }
-    assert "APPLIED" in client.post(url, form, headers=HTMX).content.decode()
+    held = client.post(url, form, headers=HTMX).content.decode()
+    assert "APPLIED" in held
     assert JobInstance.objects.get(pk=instance.pk).hold_reason == "AUDIT"
+    # The instance page's hold and buttons come fresh, out of band, beside
+    # the outcome in the page's action slot.
+    assert (
+        f'<div id="bb-action-slot-instance-{instance.pk}" class="bb-action-slot">'
+        in held
+    )
+    hold_region = held[held.index(f'id="bb-instance-hold-{instance.pk}"') :]
+    assert hold_region.startswith(
+        f'id="bb-instance-hold-{instance.pk}" hx-swap-oob="true"'
+    )
+    assert "not held" not in hold_region and "(AUDIT)" in hold_region
+    assert "Release hold…" in held and "Place hold…" not in held
     url = reverse("batchboard:action_release", args=[instance.pk])
     form = {**_form(client.get(url).content.decode()), "reason_code": "PLACED_IN_ERROR"}
     client.post(url, form)
