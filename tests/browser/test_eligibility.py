@@ -50,13 +50,16 @@ def _not_reloaded(page: Any) -> bool:
 def test_a_dialog_offers_confirm_only_where_the_record_offers_the_action(
     page: Any, live_server: Any
 ) -> None:
-    """Stop, abandon, hold and release, opened by their address, per state."""
+    """Stop, abandon, recover, hold and release, opened by their address."""
     member("administrator", staff=True)
     factories.definition("nightly-import")
     executions = {}
     for status in vocabulary.STATUSES:
+        # Two hours old: an unresolved one is stale, a recovery candidate.
         executions[status] = factories.execution(
-            factories.instance("nightly-import"), status
+            factories.instance("nightly-import"),
+            status,
+            created_at=factories.ago(hours=2),
         )
     first = next(iter(executions.values()))
     sign_in(page, live_server, "administrator", f"/executions/{first.pk}/")
@@ -70,6 +73,13 @@ def test_a_dialog_offers_confirm_only_where_the_record_offers_the_action(
         assert _confirm(page).count() == (status in ABANDON_OFFERED), status
         if status not in ABANDON_OFFERED:
             assert "Not offered" in abandon.inner_text(), status
+        # The recovery proposal's two forms (mark failed, abandon) appear
+        # exactly where the execution offers a recovery.
+        page.goto(f"{live_server.url}/executions/{execution.pk}/recovery-proposal/")
+        proposal = page.locator("main .bb-recovery")
+        proposal.wait_for()
+        submits = proposal.locator("form[method=post] button[type=submit]")
+        assert submits.count() == (2 if status in vocabulary.UNRESOLVED else 0), status
     # A stop requested already, a restarted attempt, and an UNKNOWN run with
     # a recovery decision (which the service lets abandon).
     requested = executions["STARTED"]
