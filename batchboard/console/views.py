@@ -240,7 +240,7 @@ def _describe_instance(instance_id: int) -> Target:
     return Target(described, None, eligibility.of_instance(instance))
 
 
-def execution_slot(execution_id: int) -> dict[str, Any]:
+def _execution_slot(execution_id: int) -> dict[str, Any]:
     """
     Return the execution page's action slot for the execution's status now.
 
@@ -256,7 +256,7 @@ def execution_slot(execution_id: int) -> dict[str, Any]:
     return {"slot_id": f"bb-action-slot-{execution_id}-{status or 'GONE'}"}
 
 
-def instance_slot(instance_id: int) -> dict[str, Any]:
+def _instance_slot(instance_id: int) -> dict[str, Any]:
     """
     Return the instance page's action slot, and its hold and buttons fresh.
 
@@ -278,8 +278,8 @@ _TARGETS: dict[
     str,
     tuple[str, Callable[[int], Target], Callable[[int], dict[str, Any]]],
 ] = {
-    "execution": ("batchboard:execution", _describe_execution, execution_slot),
-    "instance": ("batchboard:instance", _describe_instance, instance_slot),
+    "execution": ("batchboard:execution", _describe_execution, _execution_slot),
+    "instance": ("batchboard:instance", _describe_instance, _instance_slot),
 }
 
 _TITLES = {
@@ -405,7 +405,7 @@ def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
         forms.RecoverForm(request.POST, target_id=execution_id),
         target_url=_url("batchboard:execution", execution_id),
         retry_url=reverse("batchboard:recovery_proposal", args=[execution_id]),
-        slot=lambda: execution_slot(execution_id),
+        slot=lambda: _execution_slot(execution_id),
     )
 
 
