@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args
 
 from django.utils.translation import gettext_lazy as _
 
@@ -31,6 +31,7 @@ __all__ = [
     "ABANDON",
     "ACTION_CLASSES",
     "ACTIVE",
+    "ActionName",
     "APPLIED",
     "APPLY_PURGE",
     "ATTENTION_LIMIT",
@@ -56,8 +57,10 @@ __all__ = [
     "READ",
     "REASON_CODES",
     "RECOVER",
+    "RECOVERY_CATEGORIES",
     "REJECTED",
     "REJECTION_CODES",
+    "RejectionCode",
     "RELEASE_HOLD",
     "REPLAYED",
     "RUNNING_LIMIT",
@@ -142,9 +145,29 @@ GRID_STEP_ROWS: Final = 1000
 ACTIVE: Final = ("STARTING", "STARTED", "STOPPING")
 #: Statuses a STOP acts on by recording a stop request (spec 4.6): the owner
 #: moves the execution to STOPPING at its next boundary, not the request.
+#: Read it through :mod:`batchboard.actions.eligibility`, which decides.
 STOPPABLE: Final = ("STARTING", "STARTED")
 
 # -- operator actions and authorization ----------------------------------------
+
+#: The operator actions one record offers or refuses (the purge acts on a
+#: plan, not on one record); spec 4.1 and 6.1.
+ActionName = Literal["STOP", "ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD"]
+#: The rejection codes of spec 1.2, as a type.
+RejectionCode = Literal[
+    "OPTIMISTIC_CONFLICT",
+    "INVALID_STATE",
+    "INSTANCE_COMPLETED",
+    "INSTANCE_ABANDONED",
+    "EXECUTION_ALREADY_ACTIVE",
+    "INCOMPATIBLE_DEFINITION",
+    "RESTART_WITHOUT_PRIOR_ATTEMPT",
+    "START_LIMIT_EXCEEDED",
+    "UNRESOLVED_RECOVERY_REQUIRED",
+    "EXECUTION_NOT_FOUND",
+    "INSTANCE_NOT_FOUND",
+]
+assert get_args(RejectionCode) == REJECTION_CODES
 
 STOP: Final = "STOP"
 ABANDON: Final = "ABANDON"
@@ -209,6 +232,25 @@ REASON_CODES: Final[tuple[Reason, ...]] = (
     Reason("RETENTION_POLICY", _("Retention policy"), (APPLY_PURGE,)),
     Reason("STORAGE_PRESSURE", _("Storage pressure"), (APPLY_PURGE,)),
 )
+
+
+#: The failure categories an operator may record when marking an unresolved
+#: execution failed by recovery (spec 5.4), with what each says. The other
+#: categories of oxide-batch (ILLEGAL_TRANSITION, OPTIMISTIC_CONFLICT,
+#: SERIALIZATION, INVARIANT, INVALID_DEFINITION, DUPLICATE_EXECUTION,
+#: UNSUPPORTED_CAPABILITY) name errors the framework detects in its own
+#: work; an operator looking at a stale run never observed one.
+RECOVERY_CATEGORIES: Final[tuple[tuple[str, Any], ...]] = (
+    ("STALE_RECOVERED", _("Stale run, recovered by an operator")),
+    ("UNKNOWN_COMMIT", _("The last commit's effect is unknown")),
+    ("TRANSIENT_INFRASTRUCTURE", _("Infrastructure fault, may pass on a retry")),
+    ("PERMANENT_INFRASTRUCTURE", _("Infrastructure fault that a retry will not fix")),
+    ("TIMEOUT", _("Ran out of time")),
+    ("SHUTDOWN_INCOMPLETE", _("The process shut down before finishing")),
+    ("CANCELLED", _("Cancelled by an operator")),
+    ("USER_COMPONENT", _("A job component failed")),
+)
+assert {code for code, _label in RECOVERY_CATEGORIES} <= set(FAILURE_CATEGORIES)
 
 
 def reasons_for(action: str) -> list[Reason]:

@@ -37,7 +37,7 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db, vocabulary
-from batchboard.actions import envelope, permissions, recovery, unit
+from batchboard.actions import eligibility, envelope, permissions, recovery, unit
 from batchboard.actions.results import (
     ActionResult,
     EvidenceStale,
@@ -67,6 +67,7 @@ _LOCKED_FIELDS = (
     "updated_at",
     "failure_category",
     "failure_id",
+    "stop_requested_at",
 )
 
 
@@ -209,6 +210,13 @@ def _reject(request: Request, at: datetime, code: str) -> ActionResult:
     return unit.settle(request.operation_id, record, lambda: _probe(request))
 
 
+def _guard(answer: eligibility.Eligibility) -> None:
+    """Reject the request if the record's answer says the service rejects it."""
+    if answer.service == eligibility.REJECTS:
+        assert answer.code is not None
+        raise Rejection(answer.code)
+
+
 def _compare_and_swap(execution: JobExecution, **values: Any) -> None:
     """Update the locked row if its version is unchanged, else reject."""
     updated = (
@@ -294,19 +302,21 @@ def stop_execution(
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         status = execution.status
-        if status in (lifecycle.STARTING, lifecycle.STARTED):
-            if execution.version != version:
-                raise Rejection("OPTIMISTIC_CONFLICT")
-            _compare_and_swap(
-                execution,
-                stop_requested_at=at,
-                stop_requested_by=request.actor_ref,
-                updated_at=not_before(at, execution.updated_at),
-            )
-            return Effect(execution.job_instance_id, status, status, changed=True)
-        if status == lifecycle.STOPPING or status in vocabulary.FINISHED:
+        answer = eligibility.stop(
+            status, stop_requested=execution.stop_requested_at is not None
+        )
+        _guard(answer)
+        if answer.service == eligibility.UNCHANGED:
             return Effect(execution.job_instance_id, status, status, changed=False)
-        raise Rejection("INVALID_STATE")
+        if execution.version != version:
+            raise Rejection("OPTIMISTIC_CONFLICT")
+        _compare_and_swap(
+            execution,
+            stop_requested_at=at,
+            stop_requested_by=request.actor_ref,
+            updated_at=not_before(at, execution.updated_at),
+        )
+        return Effect(execution.job_instance_id, status, status, changed=True)
 
     return _run(request, effect)
 
@@ -343,18 +353,17 @@ def abandon_execution(
 
     def effect(execution: JobExecution, at: datetime) -> Effect:
         status = execution.status
-        if status == lifecycle.ABANDONED:
+        # Only an UNKNOWN execution needs its recovery decisions read.
+        decided = (
+            status == lifecycle.UNKNOWN
+            and RecoveryDecision.objects.using(db.alias())
+            .filter(job_execution_id=execution.pk)
+            .exists()
+        )
+        answer = eligibility.abandon(status, decided=decided)
+        _guard(answer)
+        if answer.service == eligibility.UNCHANGED:
             return Effect(execution.job_instance_id, status, status, changed=False)
-        if status == lifecycle.UNKNOWN:
-            decided = (
-                RecoveryDecision.objects.using(db.alias())
-                .filter(job_execution_id=execution.pk)
-                .exists()
-            )
-            if not decided:
-                raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
-        elif status not in (lifecycle.STOPPED, lifecycle.FAILED):
-            raise Rejection("INVALID_STATE")
         moment = not_before(
             at,
             execution.created_at,
@@ -479,16 +488,21 @@ def recover_execution(
             unknown_commit
         ):
             raise EvidenceStale()
-        if (
-            unknown_commit
-            and directive.resulting_status == lifecycle.FAILED
-            and reason != "UNKNOWN_EFFECT"
-        ):
-            raise Rejection("UNRESOLVED_RECOVERY_REQUIRED")
-        if execution.status not in vocabulary.UNRESOLVED:
-            raise Rejection("INVALID_STATE")
-        if not proposal.is_candidate:
-            raise NotRecoverable(proposal.verdict_text())
+        _guard(
+            eligibility.directive(
+                unknown_commit=bool(unknown_commit),
+                resulting_status=directive.resulting_status,
+                reason_code=reason,
+            )
+        )
+        answer = eligibility.recover(
+            execution.status,
+            candidate=proposal.is_candidate,
+            verdict=proposal.verdict_text(),
+        )
+        if answer.service == eligibility.REFUSES:
+            raise NotRecoverable(answer.why)
+        _guard(answer)
         decided_at = not_before(
             at, execution.created_at, execution.started_at, execution.updated_at
         )

@@ -18,8 +18,9 @@ from typing import Any
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db
+from batchboard.actions import eligibility
 from batchboard.models import OperatorRequest, RetentionAction
-from batchboard.vocabulary import APPLIED, REJECTED, REPLAYED, STOP, STOPPABLE
+from batchboard.vocabulary import APPLIED, REJECTED, REPLAYED, STOP
 
 # Operator-facing explanations of the rejection codes an action can record.
 REJECTION_TEXT: dict[str, Any] = {
@@ -120,7 +121,7 @@ class ActionResult:
         return (
             self.action == STOP
             and self.recorded_outcome == APPLIED
-            and self.prior_status in STOPPABLE
+            and eligibility.records_stop_request(self.prior_status or "")
         )
 
     def explanation(self) -> str:

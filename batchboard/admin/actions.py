@@ -9,7 +9,10 @@ one operation id per object; the second POST calls the same service as the
 dashboard, object by object, through the dashboard's form of the action
 (:mod:`batchboard.console.forms`), and renders what happened to each:
 applied, replayed or rejected, and why, with a link to its audit row.
-Re-posting the confirmation page replays rather than acting twice. What an
+An object that does not offer the action (:mod:`batchboard.actions.eligibility`)
+is listed with the reason and left out of the confirmed form; the service
+decides on the others as they are when it runs. Re-posting the confirmation
+page replays rather than acting twice. What an
 action will do is told in the dashboard's words
 (:mod:`batchboard.console.consequences`).
 
@@ -35,11 +38,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from batchboard import actions, vocabulary
-from batchboard.actions import envelope, permissions
+from batchboard.actions import eligibility, envelope, permissions
 from batchboard.admin.readonly import EMPTY, changelist_url
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
-from batchboard.models import JobExecution
+from batchboard.models import JobExecution, JobInstance
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -81,6 +84,14 @@ class OperatorActionsAdminMixin:
         return format_html('<a href="{}">{}</a>', url, _("Recovery proposal"))
 
 
+def _answer(obj: Model, action: str) -> eligibility.Eligibility:
+    """Return whether ``obj`` (an execution or an instance) offers ``action``."""
+    if isinstance(obj, JobExecution):
+        return eligibility.of_execution(obj)[action]
+    assert isinstance(obj, JobInstance)
+    return eligibility.of_instance(obj)[action]
+
+
 def _templates(opts: Any, name: str) -> list[str]:
     return [
         f"admin/{opts.app_label}/{opts.model_name}/{name}",
@@ -117,13 +128,19 @@ def _run_action(
         "changelist_url": changelist_url(modeladmin),
     }
     if request.POST.get("post") != "yes":
+        listed = [
+            {
+                "obj": obj,
+                "version": getattr(obj, "version", None),
+                "eligibility": _answer(obj, action),
+            }
+            for obj in objects
+        ]
         context = {
             **base_context,
             "title": _("Confirm %(action)s") % {"action": action.lower()},
-            "objects": [
-                {"obj": obj, "version": getattr(obj, "version", None)}
-                for obj in objects
-            ],
+            "objects": listed,
+            "offered": [item for item in listed if item["eligibility"].offered],
             "operation_id": envelope.new_operation_id(),
             "reasons": form_class.reasons(),
         }

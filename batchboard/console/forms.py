@@ -27,7 +27,7 @@ from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import actions, vocabulary
-from batchboard.actions import envelope
+from batchboard.actions import eligibility, envelope
 from batchboard.actions.purge import (
     DEFAULT_AGE_SECONDS,
     DEFAULT_BATCH,
@@ -317,6 +317,36 @@ class RecoverForm(ExecutionActionForm, DirectiveForm):
         "failure_id",
         "directive",
     )
+
+    def clean(self) -> dict[str, Any]:
+        """
+        Refuse a request the service would reject for its directive.
+
+        With an unknown commit, marking failed takes the reason
+        UNKNOWN_EFFECT (:func:`batchboard.actions.eligibility.directive`):
+        refused here, such a request writes no REJECTED row. A failure is
+        recorded under one of the categories an operator can observe
+        (``vocabulary.RECOVERY_CATEGORIES``).
+        """
+        cleaned = super().clean() or {}
+        directive = cleaned.get("directive")
+        reason = cleaned.get("reason_code")
+        if directive is None or reason is None:
+            return cleaned
+        if directive.category is not None and directive.category not in dict(
+            vocabulary.RECOVERY_CATEGORIES
+        ):
+            raise ValidationError(
+                _("Pick a failure category from the list."), code="invalid"
+            )
+        answer = eligibility.directive(
+            unknown_commit=bool(cleaned.get("unknown_commit")),
+            resulting_status=directive.resulting_status,
+            reason_code=reason,
+        )
+        if not answer.offered:
+            raise ValidationError(str(answer.why), code="not_offered")
+        return cleaned
 
 
 # -- purges ----------------------------------------------------------------------

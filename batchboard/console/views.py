@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -38,14 +39,14 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
 from batchboard import actions, vocabulary
-from batchboard.actions import envelope, permissions
+from batchboard.actions import eligibility, envelope, permissions
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
 from batchboard.explorer import inputs, queries
 from batchboard.explorer.access import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page
-from batchboard.explorer.presenters import outcome_tone
+from batchboard.explorer.presenters import Presenter, outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (
@@ -85,8 +86,17 @@ def _result(
     error: actions.ActionError | None = None,
     target_url: str | None,
     retry_url: str | None = None,
+    slot: Callable[[], dict[str, Any]] | None = None,
 ) -> HttpResponse:
-    """Render an outcome, or an error with a way back to the fresh state."""
+    """
+    Render an outcome, or an error with a way back to the fresh state.
+
+    An action on one record answers an htmx request with its outcome in the
+    record's action slot, named after the record's state now (``slot``
+    returns it, and the page's other regions that the action changed, fresh
+    and swapped out of band): the page's own refresh then keeps the slot
+    and so the outcome. See batchboard/actions/result_slot.html.
+    """
     context: dict[str, Any] = {"target_url": target_url, "retry_url": retry_url}
     if result is not None:
         conflict = result.rejection_code == "OPTIMISTIC_CONFLICT"
@@ -103,11 +113,16 @@ def _result(
     else:
         assert error is not None
         context.update(error=error)
-    response = _respond(request, "batchboard/actions/result.html", context)
+    if slot is not None and wants_fragment(request):
+        context.update(slot())
+        response = render(request, "batchboard/actions/result_slot.html", context)
+    else:
+        response = _respond(request, "batchboard/actions/result.html", context)
     if result is not None:
         # Every recorded outcome (an applied action, a rejection, a replay)
         # may have changed the target and wrote an audit row: the including
-        # page refreshes what shows them, at once.
+        # page refreshes what shows them (its request is sent as the
+        # response is received; the outcome is swapped in before its answer).
         trigger_client_event(
             response,
             "batchboard:changed",
@@ -122,13 +137,18 @@ def _submit(
     *,
     target_url: str | None,
     retry_url: str | None,
+    slot: Callable[[], dict[str, Any]] | None = None,
 ) -> HttpResponse:
     """Run a confirmed action and render its result or its error in place."""
     try:
         result = form.perform(request.user)
     except actions.ActionError as error:
-        return _result(request, error=error, target_url=target_url, retry_url=retry_url)
-    return _result(request, result=result, target_url=target_url, retry_url=retry_url)
+        return _result(
+            request, error=error, target_url=target_url, retry_url=retry_url, slot=slot
+        )
+    return _result(
+        request, result=result, target_url=target_url, retry_url=retry_url, slot=slot
+    )
 
 
 # -- the rows an action targets --------------------------------------------------
@@ -183,8 +203,20 @@ def _instance(instance_id: int) -> JobInstance:
     return found
 
 
-def _describe_execution(execution_id: int) -> tuple[str, int | None]:
-    """Name an execution in a confirmation dialog; return it and its version."""
+@dataclass(frozen=True)
+class Target:
+    """
+    The record a dialog acts on: how the dialog names it, the version the
+    operator sees (instances have none) and what it offers, by action.
+    """
+
+    described: str
+    version: int | None
+    offers: dict[str, eligibility.Eligibility]
+
+
+def _describe_execution(execution_id: int) -> Target:
+    """Name an execution in a confirmation dialog, with what it offers."""
     execution = _execution(execution_id)
     described = _(
         "execution #%(id)s of %(job)s, attempt %(attempt)s, %(status)s, "
@@ -196,23 +228,59 @@ def _describe_execution(execution_id: int) -> tuple[str, int | None]:
         "status": execution.status,
         "version": execution.version,
     }
-    return described, execution.version
+    return Target(described, execution.version, eligibility.of_execution(execution))
 
 
-def _describe_instance(instance_id: int) -> tuple[str, int | None]:
+def _describe_instance(instance_id: int) -> Target:
     """Name an instance in a confirmation dialog (instances have no version)."""
     instance = _instance(instance_id)
     described = _("instance #%(id)s of %(job)s") % {
         "id": instance.pk,
         "job": instance.job_name,
     }
-    return described, None
+    return Target(described, None, eligibility.of_instance(instance))
 
 
-#: Per kind of target: the page it is shown on, and how a dialog names it.
-_TARGETS: dict[str, tuple[str, Callable[[int], tuple[str, int | None]]]] = {
-    "execution": ("batchboard:execution", _describe_execution),
-    "instance": ("batchboard:instance", _describe_instance),
+def _execution_slot(execution_id: int) -> dict[str, Any]:
+    """
+    Return the execution page's action slot for the execution's status now.
+
+    The live region names its slot after the status it was rendered on, so
+    a slot named after the current one survives the refresh an outcome
+    triggers, and one a later change of status makes stale does not.
+    """
+    status = (
+        JobExecution.objects.filter(pk=execution_id)
+        .values_list("status", flat=True)
+        .first()
+    )
+    return {"slot_id": f"bb-action-slot-{execution_id}-{status or 'GONE'}"}
+
+
+def _instance_slot(instance_id: int) -> dict[str, Any]:
+    """
+    Return the instance page's action slot, and its hold and buttons fresh.
+
+    The page has no live region: the hold it shows and the buttons it
+    offers are swapped out of band with the outcome.
+    """
+    context: dict[str, Any] = {"slot_id": f"bb-action-slot-instance-{instance_id}"}
+    found = queries.instance(instance_id)
+    if found is not None:
+        Presenter().instance(found)
+        context["instance"] = found
+        context["offers"] = eligibility.for_instance(held=bool(found["hold_actor"]))
+    return context
+
+
+#: Per kind of target: the page it is shown on, how a dialog names it, and
+#: the slot (with the regions it changes) its outcome is shown in.
+_TARGETS: dict[
+    str,
+    tuple[str, Callable[[int], Target], Callable[[int], dict[str, Any]]],
+] = {
+    "execution": ("batchboard:execution", _describe_execution, _execution_slot),
+    "instance": ("batchboard:instance", _describe_instance, _instance_slot),
 }
 
 _TITLES = {
@@ -232,23 +300,32 @@ def _confirmed(
     GET renders the dialog with a fresh operation id (and the version the
     operator sees); POST submits the dialog's form.
     """
-    page_name, describe = _TARGETS[form_class.target]
+    page_name, describe, slot = _TARGETS[form_class.target]
     page = _url(page_name, target_id)
     if request.method == "POST":
         form = form_class(request.POST, target_id=target_id)
-        return _submit(request, form, target_url=page, retry_url=request.path)
-    target, version = describe(target_id)
+        return _submit(
+            request,
+            form,
+            target_url=page,
+            retry_url=request.path,
+            slot=lambda: slot(target_id),
+        )
+    target = describe(target_id)
     action = form_class.action
     context = {
         "action": action,
         "title": _TITLES[action] % {"id": target_id},
-        "target": target,
+        "target": target.described,
         "auth_class": vocabulary.ACTION_CLASSES[action],
         "consequence": consequence(action),
+        # A record that does not offer the action gets a dialog that says
+        # why, and no Confirm (the service would refuse, or change nothing).
+        "eligibility": target.offers[action],
         "post_url": request.path,
         "cancel_url": page,
         "operation_id": envelope.new_operation_id(),
-        "expected_version": version,
+        "expected_version": target.version,
         "reasons": form_class.reasons(),
     }
     return _respond(request, "batchboard/actions/dialog.html", context)
@@ -285,21 +362,37 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
         raise _missing("execution", execution_id) from error
     except actions.ActionError as error:
         return _result(request, error=error, target_url=None)
+    panel = request.GET.get("panel") == "1"
     context = {
         "proposal": proposal,
         "evidence": proposal.evidence,
         "may_recover": permissions.may(request.user, vocabulary.RECOVER),
+        # Whether the execution offers a recovery: the eligibility rule's
+        # answer on this proposal, which the service asks again on submit.
+        "offer": eligibility.recover(
+            proposal.evidence.status,
+            candidate=proposal.is_candidate,
+            verdict=proposal.verdict_text(),
+        ),
         "operation_id": envelope.new_operation_id(),
         "reasons": forms.RecoverForm.reasons(),
-        "categories": vocabulary.FAILURE_CATEGORIES,
+        "categories": vocabulary.RECOVERY_CATEGORIES,
         "default_category": "UNKNOWN_COMMIT"
         if proposal.evidence.unknown_commit
         else "STALE_RECOVERED",
-        # A fresh failure id per proposal, so two recoveries never share one.
-        "default_failure_id": secrets.randbelow(vocabulary.MAX_BIGINT) + 1,
+        # A fresh failure id per proposal, labelled as generated: nine
+        # digits, so that an operator can read it out and note it.
+        "default_failure_id": secrets.randbelow(900_000_000) + 100_000_000,
         "post_url": reverse("batchboard:action_recover", args=[execution_id]),
         "execution_url": _url("batchboard:execution", execution_id),
-        "panel": request.GET.get("panel") == "1",
+        "panel": panel,
+        # On the execution page the outcome goes to the page's action slot
+        # of the status the page shows (see result_slot.html).
+        "form_target": (
+            f"#bb-action-slot-{execution_id}-{proposal.evidence.status}"
+            if panel
+            else "closest .bb-action-slot"
+        ),
     }
     return _respond(request, "batchboard/actions/recovery.html", context)
 
@@ -313,6 +406,7 @@ def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
         forms.RecoverForm(request.POST, target_id=execution_id),
         target_url=_url("batchboard:execution", execution_id),
         retry_url=reverse("batchboard:recovery_proposal", args=[execution_id]),
+        slot=lambda: _execution_slot(execution_id),
     )
 
 

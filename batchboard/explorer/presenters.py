@@ -35,6 +35,7 @@ from django.utils.text import get_text_list
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from batchboard.actions import eligibility
 from batchboard.explorer.links import Links
 from batchboard.explorer.relations import SEGMENTS, Rollup
 from batchboard.explorer.stamps import Stamp, slot, stamp
@@ -45,7 +46,6 @@ from batchboard.vocabulary import (
     REJECTED,
     REPLAYED,
     STOP,
-    STOPPABLE,
     UNRESOLVED,
 )
 
@@ -121,7 +121,7 @@ def status_change(row: Mapping[str, Any]) -> SafeString:
     if (
         row.get("action") == STOP
         and row.get("outcome_class") == APPLIED
-        and prior in STOPPABLE
+        and eligibility.records_stop_request(prior)
     ):
         return SafeString(words["stop_requested"] % {"status": escape(prior)})
     if prior == result:

@@ -26,7 +26,7 @@ from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
 from batchboard import actions, conf
-from batchboard.actions import permissions
+from batchboard.actions import eligibility, permissions
 from batchboard.explorer import audit as audit_log
 from batchboard.explorer import inputs, overview, queries, relations, trends
 from batchboard.explorer.access import (
@@ -331,6 +331,8 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
         chain = list(reversed(page.rows))
     context = {
         "instance": found,
+        # What the hold buttons offer: the eligibility rule's answers.
+        "offers": eligibility.for_instance(held=bool(found and found["hold_actor"])),
         "chain": chain,
         "parameter_values": values,
         "show_values": show_values,
@@ -567,7 +569,19 @@ def _live_region(
         recovery_url=(
             link("batchboard:recovery_proposal", execution_id) if stale else None
         ),
-        may_abandon=found["status"] in ("STOPPED", "FAILED") and after is None,
+        # What the action buttons offer, by action: the eligibility rule's
+        # answers. An UNKNOWN execution may be abandoned once a recovery
+        # decision is recorded, which the decisions' preview shows.
+        offers=eligibility.for_execution(
+            found["status"],
+            stop_requested=found["stop_requested_at"] is not None,
+            superseded=after is not None,
+            decided=any(
+                audit_page.rows
+                for audit, audit_page, _all in sections
+                if audit.url_name == "recovery_decisions"
+            ),
+        ),
     )
 
 

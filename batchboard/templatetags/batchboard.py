@@ -20,6 +20,7 @@ from django.urls import get_script_prefix, get_urlconf
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
+from batchboard.actions import eligibility
 from batchboard.explorer.presenters import NOTHING, Clock, group_digits
 from batchboard.explorer.stamps import execution_lines, instance_lines, job_lines
 
@@ -46,6 +47,23 @@ def short_hex(value: bytes | memoryview | None) -> str:
     if value is None:
         return NOTHING
     return bytes(value).hex()[:12] + "…"
+
+
+@register.filter
+def offers(row: Any, action: str) -> bool:
+    """
+    Return whether an execution row offers ``action`` (STOP or ABANDON).
+
+    Reads the row's ``status`` and ``stop_requested_at``; the answer is
+    :mod:`batchboard.actions.eligibility`'s. A row knows no recovery
+    decision, so ABANDON of an UNKNOWN execution is never offered here.
+    """
+    answers = eligibility.for_execution(
+        str(row.get("status", "")),
+        stop_requested=bool(row.get("stop_requested_at")),
+    )
+    answer = answers.get(action)
+    return answer is not None and answer.offered
 
 
 @register.filter

@@ -68,14 +68,40 @@ def test_stop_reports_each_object(admin_user: User) -> None:
         None,
     )
     assert (f"version_{running.pk}", "3") in form
-    assert "APPLIED" in body and "REJECTED" in body and "INVALID_STATE" in body
-    assert "already in that state" in body
+    # Only the running execution offers STOP: the others are listed with
+    # why, and left out of the confirmed form.
+    selected = [value for name, value in form if name == helpers.ACTION_CHECKBOX_NAME]
+    assert selected == [str(running.pk)]
+    assert "APPLIED" in body and "REJECTED" not in body
     assert (
         JobExecution.objects.get(pk=running.pk).stop_requested_by
         == "user:administrator"
     )
-    assert OperatorRequest.objects.count() == 3
+    assert OperatorRequest.objects.count() == 1
     assert "admin/batchboard/operatorrequest/" in body
+
+
+def test_the_confirmation_says_why_an_object_is_not_offered(admin_user: User) -> None:
+    """Each object the action cannot change is named with the reason."""
+    unknown = factories.execution("UNKNOWN")
+    done = factories.execution("COMPLETED")
+    page = (
+        _client(admin_user)
+        .post(
+            reverse(EXECUTIONS),
+            {
+                "action": "stop_executions",
+                helpers.ACTION_CHECKBOX_NAME: [unknown.pk, done.pk],
+            },
+        )
+        .content.decode()
+    )
+    assert page.count("not offered") == 2
+    assert "The execution is UNKNOWN" in page and "it has finished" in page
+    # Nothing to confirm: no form, no button.
+    assert 'name="post"' not in page and "Yes, stop" not in page
+    assert "None of the selected objects offers STOP" in page
+    assert not OperatorRequest.objects.exists()
 
 
 def test_reposting_the_confirmation_replays(admin_user: User) -> None:

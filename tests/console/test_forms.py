@@ -204,6 +204,27 @@ def test_a_malformed_recovery_is_refused(data: dict[str, str], message: str) -> 
     assert _error(_recover(**data)) == message
 
 
+def test_an_unknown_commit_is_marked_failed_only_for_unknown_effect() -> None:
+    """
+    The request the service would reject (UNRESOLVED_RECOVERY_REQUIRED) is
+    refused by the form, so no REJECTED row is written for it.
+    """
+    refused = _recover(unknown_commit="1", reason_code="HOST_LOST")
+    assert _error(refused).startswith("The last commit's effect is unknown")
+    assert _recover(unknown_commit="1", reason_code="UNKNOWN_EFFECT").is_valid()
+    abandon = _recover(
+        unknown_commit="1", reason_code="HOST_LOST", directive="ABANDONED"
+    )
+    assert abandon.is_valid(), abandon.errors
+
+
+@pytest.mark.parametrize("category", ["ILLEGAL_TRANSITION", "OPTIMISTIC_CONFLICT"])
+def test_internal_failure_categories_are_not_offered(category: str) -> None:
+    assert _error(_recover(failure_category=category)) == (
+        "Pick a failure category from the list."
+    )
+
+
 def test_abandoning_ignores_the_failure_fields() -> None:
     """The category and failure id only count when marking failed."""
     form = _recover(directive="ABANDONED", failure_category="", failure_id="x")
@@ -227,7 +248,7 @@ def test_a_directive_takes_the_category_in_any_case() -> None:
 
 @pytest.mark.parametrize(("flag", "expected"), [("1", True), ("0", False), ("", False)])
 def test_unknown_commit_is_yes_only_when_1(flag: str, expected: bool) -> None:
-    form = _recover(unknown_commit=flag)
+    form = _recover(unknown_commit=flag, reason_code="UNKNOWN_EFFECT")
     assert form.is_valid(), form.errors
     assert form.cleaned_data["unknown_commit"] is expected
 

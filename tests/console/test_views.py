@@ -11,6 +11,8 @@ from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
+from batchboard import actions
+from batchboard.actions import eligibility
 from batchboard.models import (
     JobExecution,
     JobInstance,
@@ -208,10 +210,15 @@ def test_a_stop_result_says_the_request_was_recorded(admin_user: User) -> None:
     assert "REPLAYED" in again and "Status unchanged" not in again
     assert 'class="bb-status bb-status--muted">REPLAYED' in again
     assert "The stop request was recorded while the execution was STARTED." in again
-    # Stopping an execution that is stopping already changes nothing, and says so.
+    # A stopping execution offers no stop: its dialog says why, without
+    # Confirm. A request sent all the same changes nothing, and says so.
     JobExecution.objects.filter(pk=execution.pk).update(status="STOPPING")
-    form = _form(client.get(url, headers=HTMX).content.decode())
-    noop = client.post(url, form, headers=HTMX).content.decode()
+    dialog = client.get(url, headers=HTMX).content.decode()
+    assert "already stopping" in dialog and "Confirm stop" not in dialog
+    assert "<form" not in dialog
+    noop = client.post(
+        url, {**form, "operation_id": "op-stopping"}, headers=HTMX
+    ).content.decode()
     assert "Applied without change" in noop and "Status unchanged: STOPPING" in noop
     assert "Stop requested" not in noop
 
@@ -273,32 +280,64 @@ def test_buttons_appear_only_for_their_class(
     failed = {"id": 6, "status": "FAILED"}
     held = {"id": 7, "hold_actor": "user:x"}
     template = "batchboard/actions/execution_buttons.html"
-    viewer_html = _buttons(template, viewer_user, execution=running)
+
+    def offers(status: str, **flags: bool) -> dict[str, object]:
+        flags.setdefault("stop_requested", False)
+        return {"offers": eligibility.for_execution(status, **flags)}
+
+    viewer_html = _buttons(
+        template, viewer_user, execution=running, **offers("STARTED")
+    )
     assert "Stop…" not in viewer_html
-    latest = {"may_abandon": True}
-    assert "Abandon…" not in _buttons(template, viewer_user, execution=failed, **latest)
-    assert "Stop…" in _buttons(template, operator_user, execution=running)
+    failed_offers = offers("FAILED")
     assert "Abandon…" not in _buttons(
-        template, operator_user, execution=failed, **latest
+        template, viewer_user, execution=failed, **failed_offers
     )
-    assert "Abandon…" in _buttons(template, admin_user, execution=failed, **latest)
+    assert "Stop…" in _buttons(
+        template, operator_user, execution=running, **offers("STARTED")
+    )
+    assert "Abandon…" not in _buttons(
+        template, operator_user, execution=failed, **failed_offers
+    )
+    assert "Abandon…" in _buttons(
+        template, admin_user, execution=failed, **failed_offers
+    )
     # A failed attempt that was restarted already is left alone.
-    assert "Abandon…" not in _buttons(template, admin_user, execution=failed)
-    assert "Stop…" not in _buttons(template, admin_user, execution=failed)
-    # A stop requested already is not offered again.
-    requested = {**running, "stop_requested": {"iso": "x"}}
-    assert "Stop…" not in _buttons(template, admin_user, execution=requested)
-    # UNKNOWN is left through the recovery proposal, whose directive may
-    # abandon; a bare ABANDON could only be rejected.
-    unknown = {"id": 8, "status": "UNKNOWN"}
-    unknown_html = _buttons(template, admin_user, execution=unknown, **latest)
-    assert "Abandon…" not in unknown_html and "Stop…" not in unknown_html
-    instance_template = "batchboard/actions/instance_buttons.html"
-    assert (
-        "hold" not in _buttons(instance_template, operator_user, instance=held).lower()
+    restarted = offers("FAILED", superseded=True)
+    assert "Abandon…" not in _buttons(
+        template, admin_user, execution=failed, **restarted
     )
-    admin_html = _buttons(instance_template, admin_user, instance=held)
+    assert "Stop…" not in _buttons(template, admin_user, execution=failed, **restarted)
+    # A stop requested already is not offered again.
+    requested = offers("STARTED", stop_requested=True)
+    assert "Stop…" not in _buttons(template, admin_user, execution=running, **requested)
+    # UNKNOWN is left through the recovery proposal, whose directive may
+    # abandon; a bare ABANDON could only be rejected until a decision exists.
+    unknown = {"id": 8, "status": "UNKNOWN"}
+    unknown_html = _buttons(
+        template, admin_user, execution=unknown, **offers("UNKNOWN")
+    )
+    assert "Abandon…" not in unknown_html and "Stop…" not in unknown_html
+    decided = offers("UNKNOWN", decided=True)
+    assert "Abandon…" in _buttons(template, admin_user, execution=unknown, **decided)
+    instance_template = "batchboard/actions/instance_buttons.html"
+    held_offers = {"offers": eligibility.for_instance(held=True)}
+    assert (
+        "hold"
+        not in _buttons(
+            instance_template, operator_user, instance=held, **held_offers
+        ).lower()
+    )
+    admin_html = _buttons(instance_template, admin_user, instance=held, **held_offers)
     assert "Replace hold…" in admin_html and "Release hold…" in admin_html
+    free = {"id": 9, "hold_actor": None}
+    free_html = _buttons(
+        instance_template,
+        admin_user,
+        instance=free,
+        offers=eligibility.for_instance(held=False),
+    )
+    assert "Place hold…" in free_html and "Release hold…" not in free_html
 
 
 def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -> None:
@@ -306,10 +345,10 @@ def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -
     factories.step(execution, "STARTED")
     url = reverse("batchboard:recovery_proposal", args=[execution.pk])
     seen = _client(viewer_user).get(url).content.decode()
-    assert "Evidence digest" in seen and "Apply recovery" not in seen
+    assert "Evidence digest" in seen and "Mark failed</button>" not in seen
     client = _client(admin_user, csrf=True)
     html = client.get(url, headers=HTMX).content.decode()
-    assert "Apply recovery" in html
+    assert "Mark failed</button>" in html and "Abandon</button>" in html
     form = {
         **_form(html),
         "directive": "FAILED",
@@ -322,12 +361,78 @@ def test_recovery_proposal_page_and_apply(admin_user: User, viewer_user: User) -
     )
     assert "APPLIED" in done.content.decode()
     assert JobExecution.objects.get(pk=execution.pk).failure_id == 12
+    # The outcome comes in the execution page's action slot of the status
+    # the execution has now, which the page's refresh keeps.
+    assert f'id="bb-action-slot-{execution.pk}-FAILED"' in done.content.decode()
+    assert "Recovery decision recorded" in done.content.decode()
     stale = client.post(
         reverse("batchboard:action_recover", args=[execution.pk]),
         {**form, "operation_id": "op-other"},
         headers=HTMX,
     ).content.decode()
     assert "OPTIMISTIC_CONFLICT" in stale
+
+
+def _select(html: str, name: str) -> list[str]:
+    """Return the option values of the select named ``name`` in ``html``."""
+    start = html.index(f'name="{name}"')
+    options = html[start : html.index("</select>", start)]
+    return re.findall(r'<option value="([^"]*)"', options)
+
+
+def test_the_recovery_form_offers_only_what_the_service_accepts(
+    admin_user: User,
+) -> None:
+    """
+    With an unknown commit, marking failed carries UNKNOWN_EFFECT and no
+    choice of reason; abandoning offers every reason. Categories are the
+    ones an operator can observe; the failure id is generated, labelled so
+    and fits its box.
+    """
+    execution = factories.execution("UNKNOWN")
+    url = reverse("batchboard:recovery_proposal", args=[execution.pk])
+    html = _client(admin_user).get(url, headers=HTMX).content.decode()
+    failed_form, abandon_form = html.split("</form>")[:2]
+    assert '<input type="hidden" name="reason_code" value="UNKNOWN_EFFECT">' in (
+        failed_form
+    )
+    assert 'name="reason_code" required' not in failed_form
+    assert "Reason: UNKNOWN_EFFECT" in failed_form
+    assert _select(abandon_form, "reason_code")[1:] == [
+        reason.code for reason in actions.reasons_for("RECOVER")
+    ]
+    categories = _select(failed_form, "failure_category")
+    assert "STALE_RECOVERED" in categories and "UNKNOWN_COMMIT" in categories
+    assert "ILLEGAL_TRANSITION" not in categories
+    assert "OPTIMISTIC_CONFLICT" not in categories
+    generated = re.search(r'name="failure_id" value="(\d+)"', failed_form)
+    assert generated is not None and len(generated.group(1)) <= 9
+    assert 'size="20"' in failed_form and "was generated" in failed_form
+    assert "incident or ticket number" in failed_form
+    # Only the abandon form is without a failure.
+    assert 'name="failure_id"' not in abandon_form
+
+
+def test_a_rejected_recovery_combination_writes_no_audit_row(
+    admin_user: User,
+) -> None:
+    """The form refuses what the service would reject: no REJECTED noise."""
+    execution = factories.execution("UNKNOWN")
+    client = _client(admin_user, csrf=True)
+    url = reverse("batchboard:recovery_proposal", args=[execution.pk])
+    form = {
+        **_form(client.get(url, headers=HTMX).content.decode()),
+        "directive": "FAILED",
+        "failure_category": "STALE_RECOVERED",
+        "failure_id": "12",
+        "reason_code": "HOST_LOST",
+    }
+    body = client.post(
+        reverse("batchboard:action_recover", args=[execution.pk]), form, headers=HTMX
+    ).content.decode()
+    assert "Not done" in body and "UNKNOWN_EFFECT" in body
+    assert not OperatorRequest.objects.exists()
+    assert JobExecution.objects.get(pk=execution.pk).status == "UNKNOWN"
 
 
 def test_the_panel_stays_quiet_for_finished_executions(viewer_user: User) -> None:
@@ -350,8 +455,21 @@ def test_hold_and_release_from_the_dashboard(admin_user: User) -> None:
         **_form(client.get(url, headers=HTMX).content.decode()),
         "reason_code": "AUDIT",
     }
-    assert "APPLIED" in client.post(url, form, headers=HTMX).content.decode()
+    held = client.post(url, form, headers=HTMX).content.decode()
+    assert "APPLIED" in held
     assert JobInstance.objects.get(pk=instance.pk).hold_reason == "AUDIT"
+    # The instance page's hold and buttons come fresh, out of band, beside
+    # the outcome in the page's action slot.
+    assert (
+        f'<div id="bb-action-slot-instance-{instance.pk}" class="bb-action-slot">'
+        in held
+    )
+    hold_region = held[held.index(f'id="bb-instance-hold-{instance.pk}"') :]
+    assert hold_region.startswith(
+        f'id="bb-instance-hold-{instance.pk}" hx-swap-oob="true"'
+    )
+    assert "not held" not in hold_region and "(AUDIT)" in hold_region
+    assert "Release hold…" in held and "Place hold…" not in held
     url = reverse("batchboard:action_release", args=[instance.pk])
     form = {**_form(client.get(url).content.decode()), "reason_code": "PLACED_IN_ERROR"}
     client.post(url, form)

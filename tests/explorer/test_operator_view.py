@@ -379,6 +379,41 @@ def test_unresolved_triage_links_reverse_no_url_per_row(db: None) -> None:
     assert calls[1] <= calls[0]
 
 
+def test_triage_rows_offer_stop_where_the_execution_offers_it(db: None) -> None:
+    """
+    The unresolved list's Stop… follows the eligibility rule: a STARTING or
+    STARTED run without a stop request, never STOPPING, UNKNOWN or a run
+    whose stop is requested already.
+    """
+    client = _admin()
+    factories.definition("batch")
+    idle = factories.ago(hours=2)
+    rows = {}
+    for n, (status, requested) in enumerate(
+        [
+            ("STARTED", False),
+            ("STARTING", False),
+            ("STARTED", True),
+            ("STOPPING", False),
+            ("UNKNOWN", False),
+        ]
+    ):
+        rows[(status, requested)] = factories.execution(
+            factories.instance("batch", _other(500 + n)),
+            status,
+            created_at=idle,
+            updated_at=idle,
+            stop_requested_by="user:x" if requested else None,
+        )
+    body = _get(client, reverse("batchboard:unresolved") + "?age=60")
+    for (status, requested), execution in rows.items():
+        row = body[body.index(f'id="bb-execution-{execution.pk}"') :]
+        row = row[: row.index("</tr>")]
+        offered = status in ("STARTING", "STARTED") and not requested
+        assert ("Stop…" in row) is offered, (status, requested)
+        assert "Recover…" in row
+
+
 def test_shortcuts_dialog_is_on_every_page(reader: Client) -> None:
     body = _get(reader, reverse("batchboard:index"))
     assert '<dialog id="bb-shortcuts"' in body and "<script>" not in body
