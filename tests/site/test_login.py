@@ -142,4 +142,4 @@ def test_the_sign_in_page_is_the_packages_in_the_sites_branding() -> None:
     # The button sits inside the card, after the fields.
     card = form.content.decode().split('<section class="bb-dialog"', 1)[1]
     card = card.split("</section>", 1)[0]
-    assert '<button class="bb-button" type="submit">Sign in</button>' in card
+    assert '<input class="bb-button" type="submit" value="Sign in">' in card
