@@ -14,7 +14,9 @@ from django.urls import path
 from batchboard.signin import SignInView, SignOutView
 
 urlpatterns = [
-    path("login/", SignInView.as_view(), name="login"),
+    # Signed in without a page to return to: batchboard's overview, rather
+    # than Django's default LOGIN_REDIRECT_URL, which a host rarely serves.
+    path("login/", SignInView.as_view(next_page="batchboard:index"), name="login"),
     # POST only (Django's LogoutView): a link cannot sign anyone out.
     path("logout/", SignOutView.as_view(), name="logout"),
 ]
