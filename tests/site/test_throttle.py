@@ -6,9 +6,11 @@ The throttle's clock is replaced by one the tests move: no test sleeps.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -276,7 +278,8 @@ def test_gunicorn_and_the_site_read_one_forwarded_allow_ips() -> None:
 #: The suite's SQLite database lives in memory, shared between threads in
 #: SQLite's shared-cache mode, which refuses a second writer at once
 #: ("database table is locked") where a database file makes it wait. A file
-#: serializes writers anyway: the race these tests look for is PostgreSQL's.
+#: serializes writers anyway (worker processes on a file are tested below):
+#: the race these threads look for is PostgreSQL's.
 concurrent = pytest.mark.skipif(
     connection.vendor == "sqlite",
     reason="in-memory SQLite refuses concurrent writers instead of queueing them",
@@ -321,3 +324,66 @@ def test_of_simultaneous_attempts_of_one_pair_one_is_checked(clock: Clock) -> No
     throttle.record_failure("pair:burst", clock())
     claims = _in_threads(8, lambda: throttle._claim("pair:burst", clock()))
     assert claims.count(True) == 1
+
+
+WORKER = """
+import time
+from django.utils import timezone
+from batchboard.site import throttle
+time.sleep(max(0.0, {start} - time.time()))
+now = timezone.now()
+for _number in range({failures}):
+    throttle.record_failure("pair:race", now)
+time.sleep(max(0.0, {start} + {pause} - time.time()))
+print("claimed" if throttle._claim("pair:race", timezone.now()) else "waiting")
+"""
+
+
+@pytest.mark.slow
+def test_worker_processes_on_a_sqlite_file_count_every_failure(
+    tmp_path: Path,
+) -> None:
+    """
+    Several worker processes of the standalone site on one SQLite file (the
+    demo's database) count every failure once, and one claim wins.
+    """
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from tests.site.commands import CHECKOUT, SITE_VARIABLES
+
+    database = tmp_path / "site.sqlite3"
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in SITE_VARIABLES},
+        "DJANGO_DEBUG": "1",
+        "DATABASE_URL": f"sqlite:///{database}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    manage = [sys.executable, str(CHECKOUT / "manage.py")]
+    subprocess.run(
+        [*manage, "migrate", "-v0"], cwd=CHECKOUT, env=env, check=True, timeout=120
+    )
+    code = WORKER.format(start=time.time() + 4, pause=3, failures=25)
+    workers = [
+        subprocess.Popen(
+            [*manage, "shell", "-c", code],
+            cwd=CHECKOUT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [worker.communicate(timeout=120) for worker in workers]
+    assert all(worker.returncode == 0 for worker in workers), outputs
+    with sqlite3.connect(database) as db:
+        (failures,) = db.execute(
+            "SELECT failures FROM batchboard_site_signincount WHERE key = ?",
+            ("pair:race",),
+        ).fetchone()
+    assert failures == 100
+    claims = sorted(out.split()[-1] for out, _err in outputs)
+    assert claims == ["claimed"] + ["waiting"] * 3
