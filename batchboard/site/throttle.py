@@ -28,6 +28,7 @@ forward): of simultaneous attempts of one pair only one is checked.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +49,7 @@ from django.db.models import (
 )
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext_lazy
 
 from batchboard.signin import SignInView
 from batchboard.site import proxies
@@ -137,6 +138,15 @@ def _claim(key: str, now: datetime) -> bool:
     return True
 
 
+def _seconds_left(key: str, now: datetime) -> int:
+    """Return the whole seconds, at least 1, before ``key`` is checked again."""
+    not_before = (
+        SignInCount.objects.filter(key=key).values_list("not_before", flat=True).first()
+    )
+    left = (not_before - now).total_seconds() if not_before else 0
+    return max(1, math.ceil(left))
+
+
 def _release(key: str, now: datetime, wait: timedelta) -> None:
     SignInCount.objects.filter(key=key).update(not_before=now + wait)
 
@@ -189,11 +199,15 @@ class ThrottleMixin:
         now = clock()
         if not _claim(pair, now):
             raise ValidationError(
-                _(
-                    "Too many failed sign-in attempts for this name. Wait a "
-                    "minute and try again."
+                ngettext_lazy(
+                    "Too many failed sign-in attempts for this name. Try again "
+                    "in %(seconds)s second.",
+                    "Too many failed sign-in attempts for this name. Try again "
+                    "in %(seconds)s seconds.",
+                    "seconds",
                 ),
                 code=THROTTLED,
+                params={"seconds": _seconds_left(pair, now)},
             )
         try:
             cleaned: dict[str, Any] = super().clean()  # type: ignore[misc]

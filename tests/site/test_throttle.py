@@ -204,12 +204,18 @@ def test_counts_are_forgotten_after_the_window(
     assert SignInCount.objects.filter(expires__lte=clock()).count() == 0
 
 
-def test_the_refusal_says_to_wait(administrator: User) -> None:
+def test_the_refusal_says_how_long_to_wait(administrator: User, clock: Clock) -> None:
     _fail(4)
     client = Client(REMOTE_ADDR="192.0.2.1")
     response = client.post("/login/", {"username": "administrator", "password": "pw"})
     assert response.status_code == 429
-    assert "Wait a minute and try again" in response.content.decode()
+    # The fourth failure's wait, then the fifth's.
+    assert "Try again in 1 second." in response.content.decode()
+    clock.advance(timedelta(seconds=1))
+    _fail(1)
+    clock.advance(timedelta(milliseconds=500))
+    again = client.post("/login/", {"username": "administrator", "password": "pw"})
+    assert "Try again in 2 seconds." in again.content.decode()
     assert "_auth_user_id" not in client.session
 
 
