@@ -16,7 +16,7 @@ from django.contrib.auth.models import Permission, User
 from batchboard import digests
 from batchboard.models import JobExecution
 from tests import factories
-from tests.browser.test_csp import strict  # noqa: F401 - fixture
+from tests.browser.test_csp import RECORD, strict  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -53,6 +53,7 @@ def test_no_page_snapshot_survives_signing_out(page: Any, strict: Any) -> None: 
     )
     for attempt in range(1, 13):
         factories.execution(instance, "FAILED", attempt=attempt)
+    page.add_init_script(RECORD)
     page.goto(f"{strict.url}/login/")
     page.fill("#id_username", "chief")
     page.fill("#id_password", "pw")
@@ -90,6 +91,8 @@ def test_no_page_snapshot_survives_signing_out(page: Any, strict: Any) -> None: 
         page.click("button:text('Log out')")
     assert out.value.all_headers()["clear-site-data"] == '"cache", "storage"'
     page.wait_for_selector("h1:text('Signed out')")
+    # The signed-out page's script runs under the site's strict policy.
+    assert page.evaluate("window.__violations") == []
     assert page.evaluate(STORAGE) == {}
     assert _snapshots(page) == []
     # Back shows no record: the pages were never stored.
