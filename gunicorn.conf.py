@@ -11,6 +11,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 
+from batchboard.site import proxies
+
 wsgi_app = "batchboard.site.wsgi:application"
 bind = os.environ.get("BIND", "127.0.0.1:8000")
 # Django is synchronous: a few processes per core serve many browsers.
@@ -32,5 +34,6 @@ worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 # Restart workers now and then, so a slow leak cannot grow without bound.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "5000"))
 max_requests_jitter = 500
-# Behind a proxy that sets X-Forwarded-Proto (see SECURE_PROXY_SSL_HEADER).
-forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+# Proxies trusted for X-Forwarded-Proto (see SECURE_PROXY_SSL_HEADER); the
+# site trusts the same ones for X-Forwarded-For (batchboard.site.proxies).
+forwarded_allow_ips = proxies.allowed(os.environ)

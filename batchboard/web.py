@@ -37,6 +37,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
@@ -285,11 +286,14 @@ def guarded(gate: Gate, source: Reads = "primary") -> Callable[[View], View]:
 
     ``source`` declares where its GET and HEAD requests read (see
     :func:`reads`). Responses vary on ``HX-Request``, so a cache never
-    serves a fragment for a page or the other way round.
+    serves a fragment for a page or the other way round, and are
+    ``private, no-store``: they show records (and error pages name what was
+    asked for), which no shared cache and no browser cache may keep.
     """
 
     def decorator(view: View) -> View:
         @functools.wraps(view)
+        @cache_control(private=True, no_store=True)
         @vary_on_headers("HX-Request")
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             try:

@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "batchboard",
     "batchboard.demo",
+    "batchboard.site",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -81,4 +82,3 @@ BATCHBOARD: dict[str, object] = {}
 # page still redirect anonymous users instead of failing to reverse a name.
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
-LOGOUT_REDIRECT_URL = "/login/"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from batchboard.site import proxies
 from batchboard.site.database import (
     SiteConfigurationError,
     action_databases,
@@ -89,6 +90,8 @@ INSTALLED_APPS = [
     "batchboard",
     # The demo app: seed, simulator, demo logins and benchmarks.
     "batchboard.demo",
+    # The site's own table: the sign-in throttle's counts.
+    "batchboard.site",
 ]
 
 MIDDLEWARE = [
@@ -195,32 +198,19 @@ STORAGES = {
 }
 WHITENOISE_MAX_AGE = 0 if DEBUG else 365 * 24 * 3600
 
-# The site's cache: sign-in throttling counts failures there
-# (batchboard.site.throttle). By default a file cache on the host's disk,
-# shared by every worker of one host; CACHE_TABLE names a table in
-# DATABASE_URL's database instead (created by `manage.py createcachetable`),
-# shared by every host, for a deployment of several hosts.
-_cache_table = os.environ.get("CACHE_TABLE", "").strip()
-if _cache_table:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-            "LOCATION": _cache_table,
-        }
-    }
-else:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": os.environ.get(
-                "CACHE_DIR", str(BASE_DIR / ".cache" / "django")
-            ),
-        }
-    }
+# Proxies trusted to name the client (X-Forwarded-For) for the sign-in
+# throttle: gunicorn's FORWARDED_ALLOW_IPS, which trusts them for the scheme.
+FORWARDED_ALLOW_IPS = proxies.allowed(dict(os.environ))
+try:
+    proxies.trusted_networks(FORWARDED_ALLOW_IPS)
+except ValueError:
+    raise SiteConfigurationError(
+        "FORWARDED_ALLOW_IPS must list addresses or networks, comma separated, "
+        f"or '*'; not {FORWARDED_ALLOW_IPS!r}."
+    ) from None
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
-LOGOUT_REDIRECT_URL = "login"
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = _flag("SECURE_SSL_REDIRECT", True)

@@ -2,9 +2,10 @@
 The standalone site's URLs: the admin, a sign-in page, health probes and
 the dashboard.
 
-The sign-in page admits every active user; the admin's own login admits staff
-only, and batchboard's readers and operators need not be staff. Both are
-throttled (:mod:`batchboard.site.throttle`).
+The sign-in page (batchboard's own, :mod:`batchboard.signin`) admits every
+active user; the admin's own login admits staff only, and batchboard's
+readers and operators need not be staff. Both are throttled
+(:mod:`batchboard.site.throttle`).
 
 The probes belong to the site, not to ``batchboard.urls``: a site that
 embeds batchboard has its own probes and decides what readiness means.
@@ -20,12 +21,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from batchboard.signin import SignOutView
 from batchboard.site import health, throttle
 from batchboard.web import error_page
 
@@ -80,7 +81,7 @@ urlpatterns = [
     path("readyz", health.readiness, name="readyz"),
     path("admin/", admin.site.urls),
     path("login/", throttle.ThrottledLoginView.as_view(), name="login"),
-    # Django's LogoutView accepts POST only: a link cannot sign anyone out.
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # POST only (Django's LogoutView): a link cannot sign anyone out.
+    path("logout/", SignOutView.as_view(), name="logout"),
     path("", include("batchboard.urls")),
 ]

@@ -95,5 +95,10 @@ def test_host_site_serves_the_admin_from_the_installed_wheel(
     assert f"batchboard from {venv}" in output
     assert "changelist 200" in output
     assert "/ops/batch/ 200" in output
+    # A reader who is not staff signs in and out on the pages the wheel ships.
+    assert (
+        "reader: sent to /accounts/login/ 200; signed in 302 to /ops/batch/; "
+        "/ops/batch/ 200; signed out 200 batchboard\n"
+    ) in output
     # Only batchboard's own command: no seed, simulator, demo login or benchmark.
     assert "batchboard commands: batchboard_groups\n" in output

@@ -91,7 +91,7 @@ def test_login_refuses_a_redirect_to_another_host() -> None:
     assert response["Location"] == "/"
 
 
-def test_sign_out_needs_post_and_returns_to_the_login_page() -> None:
+def test_sign_out_needs_post_and_shows_the_signed_out_page() -> None:
     """The header's button signs out; a plain GET of logout/ does not."""
     _viewer()
     client = Client()
@@ -99,12 +99,20 @@ def test_sign_out_needs_post_and_returns_to_the_login_page() -> None:
     assert client.get("/logout/").status_code == 405
     assert client.get("/").status_code == 200
     out = client.post("/logout/")
-    assert out.status_code == 302
-    assert out["Location"] == "/login/"
+    assert out.status_code == 200
+    assert [t.name for t in out.templates][0] == (
+        "batchboard/registration/signed_out.html"
+    )
+    body = out.content.decode()
+    assert "Signed out" in body
+    assert 'href="/login/"' in body
+    # The browser drops what it kept of the site: htmx's snapshots included.
+    assert out["Clear-Site-Data"] == '"cache", "storage"'
+    assert "data-bb-signed-out" in body
     assert client.get("/").status_code == 302
 
 
-def test_header_sign_out_button_lands_on_the_login_page() -> None:
+def test_header_sign_out_button_signs_a_reader_out() -> None:
     """The header's button signs a non-staff user out, not only staff."""
     _viewer()
     client = Client()
@@ -114,6 +122,24 @@ def test_header_sign_out_button_lands_on_the_login_page() -> None:
     # which answers staff only.
     assert '<form method="post" action="/logout/">' in page
     out = client.post("/logout/")
-    assert out.status_code == 302
-    assert out["Location"] == "/login/"
+    assert out.status_code == 200
+    assert "Signed out" in out.content.decode()
     assert client.get("/").status_code == 302
+
+
+def test_the_sign_in_page_is_the_packages_in_the_sites_branding() -> None:
+    """The template ships in batchboard; the site's base_site.html dresses it."""
+    form = Client().get("/login/")
+    names = [t.name for t in form.templates]
+    assert names[:2] == [
+        "batchboard/registration/sign_in.html",
+        "batchboard/base_site.html",
+    ]
+    origin = form.templates[0].origin.name
+    assert "/batchboard/templates/batchboard/registration/" in origin
+    # The standalone site's branding (templates/batchboard/base_site.html).
+    assert "site.css" in form.content.decode()
+    # The button sits inside the card, after the fields.
+    card = form.content.decode().split('<section class="bb-dialog"', 1)[1]
+    card = card.split("</section>", 1)[0]
+    assert '<input class="bb-button" type="submit" value="Sign in">' in card

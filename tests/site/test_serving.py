@@ -60,7 +60,6 @@ def _env(tmp: Path, port: int) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "0",
         "DATABASE_URL": f"sqlite:///{tmp}/site.sqlite3",
         "STATIC_ROOT": str(tmp / "static"),
-        "CACHE_DIR": str(tmp / "cache"),
         "BIND": f"127.0.0.1:{port}",
         "WEB_CONCURRENCY": "2",
         "GRACEFUL_TIMEOUT": "5",
@@ -121,7 +120,6 @@ def _only_site(env: dict[str, str]) -> dict[str, str]:
         "SECURE_SSL_REDIRECT",
         "DATABASE_URL",
         "STATIC_ROOT",
-        "CACHE_DIR",
     )
     return {name: env[name] for name in names}
 
@@ -166,7 +164,6 @@ def test_check_deploy_is_clean_with_the_production_environment(
         "SECRET_KEY": "k2Vh0JpZ8wq3N7xYcR5tL1mB9sD4fG6hJ0kQ2wE8rT3yU7iO5pA1sD9fG4hJ6kL",
         "ALLOWED_HOSTS": "batch.example.org",
         "DATABASE_URL": f"sqlite:///{tmp_path}/d.sqlite3",
-        "CACHE_DIR": str(tmp_path / "cache"),
     }
     result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
     assert result.returncode == 0, result.output

@@ -114,3 +114,14 @@ function regionFailed(event) {
 }
 document.addEventListener("htmx:responseError", regionFailed);
 document.addEventListener("htmx:sendError", regionFailed);
+
+// The signed-out page: drop htmx's history snapshots and its remembered path,
+// should the browser have ignored the sign-out's Clear-Site-Data header.
+if (document.querySelector("[data-bb-signed-out]")) {
+  try {
+    sessionStorage.removeItem("htmx-history-cache");
+    sessionStorage.removeItem("htmx-current-path-for-history");
+  } catch {
+    // Storage disabled: nothing was kept.
+  }
+}

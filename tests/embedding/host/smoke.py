@@ -40,9 +40,36 @@ def main() -> None:
     print(f"batchboard from {os.path.dirname(batchboard.__file__)}")
     print(f"django {django.get_version()}")
     print(f"changelist {changelist.status_code}; {index} {page.status_code}")
+    print(f"reader: {sign_in_and_out()}")
     # The demo's commands come with batchboard.demo, which this site lacks.
     ours = sorted(name for name in get_commands() if name.startswith("batchboard"))
     print(f"batchboard commands: {' '.join(ours)}")
+
+
+def sign_in_and_out() -> str:
+    """Sign a reader who is not staff in and out on batchboard's own pages."""
+    reader = User.objects.create_user("host-reader", password="x")
+    reader.user_permissions.set(
+        Permission.objects.filter(
+            content_type__app_label="batchboard", codename__startswith="view_"
+        )
+    )
+    client = Client()
+    index = reverse("batchboard:index")
+    sent = client.get(index)
+    form = client.get(sent["Location"])
+    signed_in = client.post(
+        sent["Location"], {"username": "host-reader", "password": "x"}
+    )
+    page = client.get(signed_in["Location"])
+    out = client.post(reverse("logout"))
+    signed_out = b"Signed out" in out.content and b"Logged out" not in out.content
+    return (
+        f"sent to {sent['Location'].split('?')[0]} {form.status_code}; "
+        f"signed in {signed_in.status_code} to {signed_in['Location']}; "
+        f"{index} {page.status_code}; "
+        f"signed out {out.status_code} {'batchboard' if signed_out else 'other'}"
+    )
 
 
 if __name__ == "__main__":

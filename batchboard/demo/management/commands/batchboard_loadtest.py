@@ -307,7 +307,6 @@ class Command(BenchmarkCommand):
             ALLOWED_HOSTS="127.0.0.1",
             SECURE_SSL_REDIRECT="0",
             STATIC_ROOT=str(scratch / "static"),
-            CACHE_DIR=str(scratch / "cache"),
             BIND=f"127.0.0.1:{port}",
             WEB_CONCURRENCY=str(workers),
             GUNICORN_THREADS=str(threads),
