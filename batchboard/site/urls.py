@@ -26,6 +26,7 @@ from django.urls import include, path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from batchboard.admin.shortcut import view_on_site
 from batchboard.signin import SignOutView
 from batchboard.site import health, throttle
 from batchboard.web import error_page
@@ -79,6 +80,12 @@ admin.site.login_form = throttle.ThrottledAdminAuthenticationForm
 urlpatterns = [
     path("healthz", health.liveness, name="healthz"),
     path("readyz", health.readiness, name="readyz"),
+    # Ahead of the admin: its own shortcut would load whole rows, payloads
+    # included (batchboard.admin.shortcut).
+    path(
+        "admin/r/<int:content_type_id>/<path:object_id>/",
+        admin.site.admin_view(view_on_site),
+    ),
     path("admin/", admin.site.urls),
     path("login/", throttle.ThrottledLoginView.as_view(), name="login"),
     # POST only (Django's LogoutView): a link cannot sign anyone out.

@@ -158,3 +158,55 @@ def test_a_request_opens_its_own_audit_record(viewer: Client, history: History) 
     listed = viewer.get(link.replace("&amp;", "&")).content.decode()
     assert f"#{request.pk}</span>" in listed
     assert listed.count('<th scope="row">') == 1
+
+
+def _shortcut(model: type[Model], pk: object) -> str:
+    from django.contrib.contenttypes.models import ContentType
+
+    content_type = ContentType.objects.get_for_model(model)
+    return f"/admin/r/{content_type.pk}/{pk}/"
+
+
+@pytest.mark.parametrize("model", REGISTERED, ids=lambda m: m.__name__)
+def test_the_admin_shortcut_redirects_without_reading_a_payload(
+    viewer: Client, history: History, model: type[Model]
+) -> None:
+    _retention("HOLD", history.instance)
+    row = model._default_manager.order_by("pk").first()
+    assert row is not None, model
+    with CaptureQueriesContext(connection) as captured:
+        response = viewer.get(_shortcut(model, row.pk))
+    assert _payloads_read(captured.captured_queries) == []
+    if model not in PAGES:
+        assert response.status_code == 404
+        return
+    assert response.status_code == 302
+    body, _queries = _change_page(viewer, row)
+    (link,) = LINK.findall(body)
+    assert response["Location"] == link.replace("&amp;", "&")
+
+
+@pytest.mark.parametrize("object_id", ["x", "²", "9" * 30, "-1", "1.0"])
+def test_the_admin_shortcut_refuses_an_id_that_is_no_bigint(
+    viewer: Client, history: History, object_id: str
+) -> None:
+    response = viewer.get(_shortcut(models.JobExecution, object_id))
+    assert response.status_code == 404
+
+
+def test_the_admin_shortcut_hides_rows_from_staff_without_their_view_permission(
+    history: History,
+) -> None:
+    user = User.objects.create_user("staff-only", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(_shortcut(models.JobExecution, history.failed.pk))
+    assert response.status_code == 404
+    assert not any("ob_job_execution" in q["sql"] for q in captured.captured_queries)
+
+
+def test_the_admin_shortcut_leaves_other_apps_to_django(viewer: Client) -> None:
+    # A user has no absolute URL: Django's own shortcut answers 404.
+    response = viewer.get(_shortcut(User, 1))
+    assert response.status_code == 404
