@@ -5,11 +5,8 @@ traceback to the log) before, and each now gets a 4xx and at most one line.
 
 from __future__ import annotations
 
-import copy
 import io
 import logging
-import logging.config
-from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
@@ -17,13 +14,11 @@ from django.contrib.admin import helpers
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.urls import reverse
-from django.utils.log import configure_logging
 
 from tests.actions.conftest import admin_user
-from tests.security.conftest import History, history
-from tests.site.production import site_settings
+from tests.security.conftest import History, history, site_log
 
-__all__ = ["admin_user", "history"]
+__all__ = ["admin_user", "history", "site_log"]
 
 pytestmark = pytest.mark.django_db
 
@@ -234,25 +229,6 @@ def test_a_refused_admin_lookup_logs_one_line_without_its_value(
     for key, value in params.items():
         assert key not in text and value not in text
     assert "Traceback" not in text
-
-
-@pytest.fixture
-def site_log() -> Iterator[io.StringIO]:
-    """Configure the standalone site's LOGGING, every handler writing to one buffer."""
-    config = copy.deepcopy(site_settings()["LOGGING"])
-    out = io.StringIO()
-    for handler in config["handlers"].values():
-        handler["stream"] = out
-    root = logging.getLogger()
-    saved = list(root.handlers)
-    logging.config.dictConfig(config)
-    try:
-        yield out
-    finally:
-        configure_logging(settings.LOGGING_CONFIG, settings.LOGGING)
-        for handler in saved:
-            if handler not in root.handlers:
-                root.addHandler(handler)
 
 
 @override_settings(ALLOWED_HOSTS=["batch.example.org"])
