@@ -73,7 +73,9 @@ def test_a_target_id_beyond_the_bigint_range_is_the_services_to_refuse(
     hold = forms.HoldForm(
         {"reason_code": "AUDIT", "operation_id": "op"}, target_id=target_id
     )
-    with pytest.raises(actions.InvalidRequest, match="The instance id is out of range."):
+    with pytest.raises(
+        actions.InvalidRequest, match="The instance id is out of range."
+    ):
         hold.perform(admin_user)
 
 

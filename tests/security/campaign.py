@@ -337,7 +337,7 @@ def _field_values(declared: forms.Field) -> list[str]:
         return [str(minimum), str(declared.maximum)]  # type: ignore[attr-defined]
     action = getattr(declared, "action", None)
     if action is not None:
-        return [reason.code for reason in vocabulary.reasons_for(action)[:1]]
+        return [reason.code for reason in vocabulary.reasons_for(action)]
     if isinstance(declared, console_forms.HexDigestField):
         return ["ab" * 32]
     if isinstance(declared, console_forms.FlagField):

@@ -113,6 +113,19 @@ def _snapshot() -> list[tuple[object, ...]]:
 Params = dict[str, list[str]]
 
 
+def _refused(response: HttpResponse) -> bool:
+    """
+    Return whether a page answered with an error message of its own.
+
+    The console's results and the purge page name a refused request in
+    their ``error``; a page that took the request has none. A value that
+    leaves no error is preferred for the baseline, so that the one hostile
+    parameter meets code that runs with every other value valid.
+    """
+    context = getattr(response, "context", None)
+    return bool(context is not None and context.get("error"))
+
+
 @dataclass
 class Campaign:
     """One role's requests, their judgement and the counts."""
@@ -209,6 +222,7 @@ class Campaign:
                 break
             for name in new:
                 tried.add(name)
+                accepted: Params | None = None
                 for value in campaign.valid_values(
                     name, self.universe, self.world, password
                 ):
@@ -216,9 +230,14 @@ class Campaign:
                     answer = self.send(
                         method, url, candidate, htmx=htmx, what=f"valid {name}"
                     )
-                    if answer.status_code < 400:
-                        base = candidate
+                    if answer.status_code >= 400:
+                        continue
+                    accepted = accepted or candidate
+                    if not _refused(answer):
+                        # The page took the whole request: keep this one.
+                        accepted = candidate
                         break
+                base = accepted or base
         return base, reads, htmx_read
 
     def fuzz(self, target: campaign.Target) -> None:
