@@ -90,6 +90,11 @@ def has_control_characters(request: HttpRequest, *values: object) -> bool:
     return any(CONTROL_CHARACTERS.search(str(value)) for value in values)
 
 
+#: The longest address an anonymous visitor is sent back to after signing
+#: in; a longer one (a query string of megabytes) returns to its page alone.
+MAX_RETURN_PATH = 2048
+
+
 def _current_path(htmx: HtmxDetails) -> str | None:
     """
     Return the path of the page an htmx request came from, if it can be read.
@@ -99,9 +104,10 @@ def _current_path(htmx: HtmxDetails) -> str | None:
     names no page, and the request's own path stands in.
     """
     try:
-        return htmx.current_url_abs_path
+        path = htmx.current_url_abs_path
     except ValueError:
         return None
+    return path if path is None or len(path) <= MAX_RETURN_PATH else None
 
 
 def _login_redirect(request: HttpRequest) -> HttpResponse:
@@ -113,11 +119,15 @@ def _login_redirect(request: HttpRequest) -> HttpResponse:
     instead, so the whole tab signs in and returns to the page it showed.
     """
     htmx = getattr(request, "htmx", None)
+    back = request.get_full_path()
+    if len(back) > MAX_RETURN_PATH:
+        # Django refuses to redirect to a very long URL (and logs the
+        # refusal with a traceback): come back to the page, unfiltered.
+        back = request.path
     if htmx:
-        back = _current_path(htmx) or request.get_full_path()
-        login = redirect_to_login(back)
+        login = redirect_to_login(_current_path(htmx) or back)
         return HttpResponseClientRedirect(login["Location"])
-    return redirect_to_login(request.get_full_path())
+    return redirect_to_login(back)
 
 
 # -- errors a view raises ----------------------------------------------------------

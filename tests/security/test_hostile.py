@@ -181,6 +181,16 @@ def test_a_broken_current_url_falls_back_to_the_path(
         assert login == f"{settings.LOGIN_URL}?next={page}"
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_huge_address_signs_in_back_to_its_page(history: History, htmx: bool) -> None:
+    """A redirect to sign in never carries more than a page's address."""
+    page = reverse("batchboard:executions")
+    headers = {"HTTP_HX_REQUEST": "true", "HTTP_HX_CURRENT_URL": "x" * 20_000}
+    response = Client().get(page, {"job": "x" * 20_000}, **(headers if htmx else {}))
+    location = response["HX-Redirect"] if htmx else response["Location"]
+    assert location == f"{settings.LOGIN_URL}?next={page}"
+
+
 # -- one line in the log -----------------------------------------------------------
 
 
