@@ -9,8 +9,6 @@ import logging.config
 from collections.abc import Iterator
 
 import pytest
-from django.conf import settings
-from django.utils.log import configure_logging
 
 from tests.explorer.conftest import History, history, make_user, reader
 from tests.site.production import site_settings
@@ -25,17 +23,31 @@ def site_log() -> Iterator[io.StringIO]:
     out = io.StringIO()
     for handler in config["handlers"].values():
         handler["stream"] = out
-    root = logging.getLogger()
-    saved = list(root.handlers)
+    # Every logger the site configures, and the root, as they were.
+    loggers = [logging.getLogger(), *map(logging.getLogger, config["loggers"])]
+    saved = [
+        (logger, list(logger.handlers), logger.level, logger.propagate)
+        for logger in loggers
+    ]
+    disabled = {
+        name: logger.disabled
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
     logging.config.dictConfig(config)
     # pytest's capturing handlers (caplog) stay on the root logger.
-    for handler in saved:
+    root = logging.getLogger()
+    for handler in saved[0][1]:
         if handler not in root.handlers:
             root.addHandler(handler)
     try:
         yield out
     finally:
-        configure_logging(settings.LOGGING_CONFIG, settings.LOGGING)
-        for handler in saved:
-            if handler not in root.handlers:
-                root.addHandler(handler)
+        for logger, handlers, level, propagate in saved:
+            logger.handlers = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+        for name, was in disabled.items():
+            found = logging.Logger.manager.loggerDict.get(name)
+            if isinstance(found, logging.Logger):
+                found.disabled = was
