@@ -72,6 +72,7 @@ __all__ = [
     "CONTROL_CHARACTERS",
     "WHOLE_NUMBER",
     "Reason",
+    "is_row_id",
     "parse_whole_number",
     "reasons_for",
 ]
@@ -98,6 +99,18 @@ def parse_whole_number(text: str, maximum: int | None = MAX_BIGINT) -> int | Non
         return None
     value = int(text)
     return value if maximum is None or value <= maximum else None
+
+
+def is_row_id(value: int) -> bool:
+    """
+    Return whether ``value`` can name a row: identities run from 1 to
+    MAX_BIGINT.
+
+    Beyond bigint a number names nothing, and the database would fail on it
+    (PostgreSQL with a type error, SQLite with an overflow) rather than
+    find no row: every id from a URL or a form is checked here first.
+    """
+    return 0 < value <= MAX_BIGINT
 
 
 #: C0 and C1 control characters and DEL: no id, name, filter or continuation

@@ -36,26 +36,32 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.functional import Promise
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
 from batchboard import cursors
 from batchboard.actions import permissions
-from batchboard.vocabulary import ACTION_CLASSES, CONTROL_CHARACTERS
+from batchboard.vocabulary import ACTION_CLASSES, CONTROL_CHARACTERS, is_row_id
 
 __all__ = [
     "BadInput",
     "ErrorPage",
     "has_control_characters",
     "NotFound",
+    "RECORDS",
     "Reads",
     "action_view",
     "error_page",
     "first_page_url",
     "guarded",
+    "known_id",
+    "missing",
     "reader",
     "reads",
     "wants_fragment",
@@ -100,6 +106,26 @@ def has_control_characters(request: HttpRequest, *values: object) -> bool:
     return any(CONTROL_CHARACTERS.search(str(value)) for value in values)
 
 
+#: The longest address an anonymous visitor is sent back to after signing
+#: in; a longer one (a query string of megabytes) returns to its page alone.
+MAX_RETURN_PATH = 2048
+
+
+def _current_path(htmx: HtmxDetails) -> str | None:
+    """
+    Return the path of the page an htmx request came from, if it can be read.
+
+    ``HX-Current-URL`` is a header like any other: django-htmx splits it
+    unguarded, and a malformed one (``http://[``) raises ValueError. It then
+    names no page, and the request's own path stands in.
+    """
+    try:
+        path = htmx.current_url_abs_path
+    except ValueError:
+        return None
+    return path if path is None or len(path) <= MAX_RETURN_PATH else None
+
+
 def _login_redirect(request: HttpRequest) -> HttpResponse:
     """
     Send an anonymous visitor to sign in, and back afterwards.
@@ -109,11 +135,15 @@ def _login_redirect(request: HttpRequest) -> HttpResponse:
     instead, so the whole tab signs in and returns to the page it showed.
     """
     htmx = getattr(request, "htmx", None)
+    back = request.get_full_path()
+    if len(back) > MAX_RETURN_PATH:
+        # Django refuses to redirect to a very long URL (and logs the
+        # refusal with a traceback): come back to the page, unfiltered.
+        back = request.path
     if htmx:
-        back = htmx.current_url_abs_path or request.get_full_path()
-        login = redirect_to_login(back)
+        login = redirect_to_login(_current_path(htmx) or back)
         return HttpResponseClientRedirect(login["Location"])
-    return redirect_to_login(request.get_full_path())
+    return redirect_to_login(back)
 
 
 # -- errors a view raises ----------------------------------------------------------
@@ -165,6 +195,32 @@ class NotFound(ErrorPage):
 
     def link(self, request: HttpRequest) -> str | None:
         return reverse("batchboard:index")
+
+
+#: How the 404 page names a record of each kind that is not there.
+RECORDS: dict[str, Promise] = {
+    "instance": gettext_lazy("instance #%(id)s"),
+    "execution": gettext_lazy("execution #%(id)s"),
+    "step": gettext_lazy("step #%(id)s"),
+    "partition": gettext_lazy("partition #%(id)s"),
+}
+
+
+def missing(kind: str, ident: int) -> NotFound:
+    """Return the 404 of the ``kind`` record ``ident`` (a key of RECORDS)."""
+    return NotFound(str(RECORDS[kind] % {"id": ident}))
+
+
+def known_id(kind: str, ident: int) -> int:
+    """
+    Return ``ident`` if it can name a ``kind`` record, or raise its 404.
+
+    An id from a URL beyond bigint (or below 1) names nothing: it is not
+    found, as a purged record is, and never reaches the database.
+    """
+    if not is_row_id(ident):
+        raise missing(kind, ident)
+    return ident
 
 
 def first_page_url(request: HttpRequest, drop: Sequence[str] = ()) -> str:

@@ -8,14 +8,18 @@ page also carries a "next" link with the id of its last row
 after ORDER BY id DESC LIMIT per_page + 1``, whatever its depth
 (:class:`KeysetChangeList`). A keyset parameter that is not one plain row id
 raises :class:`KeysetInvalid`, which the admin answers with a 400 page.
+
+The rows an admin action runs on arrive as ``_selected_action`` ids;
+:func:`selected_ids` reads them before Django's action machinery does, so a
+value that is not a row id is a 400, never a database error.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.utils import quote
 from django.contrib.admin.views.main import ALL_VAR, PAGE_VAR, ChangeList
 from django.core.paginator import Paginator
@@ -25,7 +29,7 @@ from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django.utils.functional import cached_property
 
-from batchboard.vocabulary import MAX_BIGINT
+from batchboard.vocabulary import is_row_id, parse_whole_number
 
 __all__ = [
     "FIRST_PAGES",
@@ -34,8 +38,10 @@ __all__ = [
     "KeysetInvalid",
     "ROW_KEY",
     "LookaheadPaginator",
+    "SelectionInvalid",
     "change_url",
     "keyset_after",
+    "selected_ids",
 ]
 
 #: Page numbers are offered for this many pages from the top; deeper pages
@@ -46,10 +52,6 @@ FIRST_PAGES = 10
 #: The query parameter of a keyset page: the id of the last row seen. The
 #: changelist removes it before Django parses filters from the query string.
 KEYSET_VAR = "after"
-
-# Identity columns are bigints, written plainly: no sign, no leading zero.
-_KEYSET_PATTERN = re.compile(r"[1-9][0-9]{0,18}")
-
 
 #: Stands in for a row's key in the one change URL reversed per page.
 ROW_KEY = "batchboard-row-key"
@@ -116,12 +118,32 @@ def keyset_after(query: QueryDict) -> int | None:
     values = query.getlist(KEYSET_VAR)
     if not values:
         return None
-    if len(values) != 1 or not _KEYSET_PATTERN.fullmatch(values[0]):
+    after = parse_whole_number(values[0]) if len(values) == 1 else None
+    # Written as the page writes it: no leading zero, so one page has one URL.
+    if after is None or not is_row_id(after) or values[0] != str(after):
         raise KeysetInvalid
-    after = int(values[0])
-    if after > MAX_BIGINT or PAGE_VAR in query or ALL_VAR in query:
+    if PAGE_VAR in query or ALL_VAR in query:
         raise KeysetInvalid
     return after
+
+
+class SelectionInvalid(ValueError):
+    """A row selected for an admin action is not named by a row id."""
+
+
+def selected_ids(query: QueryDict) -> list[int]:
+    """
+    Return the ids of the rows selected for an admin action (maybe none).
+
+    Raise :class:`SelectionInvalid` if one is not a row id (1 to the largest
+    bigint, ASCII digits): Django would pass it on to ``pk__in``, where text
+    fails to convert and a number past bigint overflows SQLite.
+    """
+    ids = [parse_whole_number(value) for value in query.getlist(ACTION_CHECKBOX_NAME)]
+    found = [ident for ident in ids if ident is not None and is_row_id(ident)]
+    if len(found) != len(ids):
+        raise SelectionInvalid
+    return found
 
 
 class KeysetChangeList(ChangeList):

@@ -11,11 +11,16 @@ moments in UTC, digests as hex, payloads by their descriptor only.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django.contrib import admin
 from django.contrib.admin import helpers
+from django.contrib.admin.exceptions import (
+    DisallowedModelAdminLookup,
+    DisallowedModelAdminToField,
+)
 from django.contrib.admin.filters import FieldListFilter, SimpleListFilter
 from django.contrib.admin.utils import flatten_fieldsets, get_fields_from_path
 from django.contrib.admin.views.main import ChangeList
@@ -32,6 +37,8 @@ from batchboard.admin.changelist import (
     KeysetChangeList,
     KeysetInvalid,
     LookaheadPaginator,
+    SelectionInvalid,
+    selected_ids,
 )
 from batchboard.vocabulary import CONTROL_CHARACTERS, MAX_BIGINT, parse_whole_number
 
@@ -46,6 +53,8 @@ __all__ = [
     "utc_column",
 ]
 
+
+logger = logging.getLogger("batchboard.admin")
 
 #: Shown for an empty value, as the admin shows one.
 EMPTY = "—"
@@ -307,9 +316,33 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
-        """Show the changelist, or say plainly why its keyset link is unusable."""
+        """
+        Show the changelist, or say plainly why its link or form is unusable.
+
+        The rows selected for an action are read first, before Django's
+        action machinery; a filter the admin refuses (Django raises a
+        suspicious operation, which it would log with a traceback and the
+        parameter's name) is logged here in one line naming neither.
+        """
         try:
+            if request.method == "POST" and self.has_view_permission(request):
+                selected_ids(request.POST)
             return super().changelist_view(request, extra_context)
+        except SelectionInvalid:
+            return self._refused(
+                request,
+                "selection",
+                gettext("Select rows with their checkboxes: each is a row id."),
+            )
+        except (DisallowedModelAdminLookup, DisallowedModelAdminToField):
+            return self._refused(
+                request,
+                "filter",
+                gettext(
+                    "This list cannot be filtered that way: use the filters "
+                    "offered beside it."
+                ),
+            )
         except KeysetInvalid:
             context = {
                 **self.admin_site.each_context(request),
@@ -322,3 +355,38 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             return TemplateResponse(
                 request, "admin/batchboard/keyset_invalid.html", context, status=400
             )
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """Show a row, or refuse a ``_to_field`` the admin does not allow."""
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except DisallowedModelAdminToField:
+            return self._refused(
+                request,
+                "to_field",
+                gettext("Rows are named by their id here, not by another field."),
+            )
+
+    def _refused(self, request: HttpRequest, what: str, message: str) -> HttpResponse:
+        """Log one line (no value, no traceback) and answer a 400 page."""
+        logger.warning(
+            "batchboard admin refused a request: %s on %s is not valid",
+            what,
+            self.model._meta.label,
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": gettext_lazy("This request cannot be answered"),
+            "message": message,
+            "changelist_url": changelist_url(self),
+        }
+        return TemplateResponse(
+            request, "admin/batchboard/refused.html", context, status=400
+        )

@@ -35,11 +35,18 @@ from batchboard.actions.purge import (
     MAX_BATCH,
     MIN_AGE_SECONDS,
 )
+from batchboard.explorer.inputs import (
+    ListForm,
+    TextField,
+    WholeNumberField,
+)
+from batchboard.vocabulary import parse_whole_number
 
 __all__ = [
     "ACTION_FORMS",
     "AbandonForm",
     "ActionForm",
+    "CandidatesForm",
     "DirectiveForm",
     "HoldForm",
     "PurgeApplyForm",
@@ -88,17 +95,13 @@ class ReasonField(CheckedField):
 
 def bounded_field(
     minimum: int, maximum: int, invalid: Any, out_of_range: Any
-) -> forms.IntegerField:
+) -> WholeNumberField:
     """Return a required whole number from ``minimum`` to ``maximum``."""
-    return forms.IntegerField(
-        min_value=minimum,
-        max_value=maximum,
-        error_messages={
-            "required": invalid,
-            "invalid": invalid,
-            "min_value": out_of_range,
-            "max_value": out_of_range,
-        },
+    return WholeNumberField(
+        minimum,
+        maximum,
+        required=True,
+        error_messages={"required": invalid, "invalid": invalid, "range": out_of_range},
     )
 
 
@@ -186,24 +189,16 @@ class TargetedActionForm(ActionForm):
     """
     An action on one execution or one instance, whose id comes from the URL.
 
-    ``target`` names the kind of row; an id outside the bigint range is
-    refused with ``target_out_of_range``.
+    ``target`` names the kind of row. The id is the service's to check:
+    the dashboard's views answer an id beyond bigint with a 404 before
+    binding the form (:func:`batchboard.web.known_id`).
     """
 
     target: ClassVar[str]
-    target_out_of_range: ClassVar[Any]
 
     def __init__(self, *args: Any, target_id: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.target_id = target_id
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        # An id past the bigint range names nothing, and the database would
-        # fail on it rather than find no row.
-        if not 0 < self.target_id <= vocabulary.MAX_BIGINT:
-            raise ValidationError(self.target_out_of_range, code="out_of_range")
-        return cleaned
 
     def arguments(self) -> dict[str, Any]:
         """Return the cleaned data and the target's id (``execution_id``...)."""
@@ -219,7 +214,6 @@ class ExecutionActionForm(TargetedActionForm):
     """An action on one execution, at the version the operator saw."""
 
     target = "execution"
-    target_out_of_range = _EXECUTION_RANGE
 
     expected_version = bounded_field(
         0, vocabulary.MAX_BIGINT, _EXECUTION_NUMBERS, _EXECUTION_RANGE
@@ -230,7 +224,6 @@ class InstanceActionForm(TargetedActionForm):
     """An action on one job instance (instances carry no version)."""
 
     target = "instance"
-    target_out_of_range = _("The instance id is out of range.")
 
 
 class StopForm(ExecutionActionForm):
@@ -411,10 +404,10 @@ class PurgeCriteriaForm(forms.Form):
     @property
     def age_parts(self) -> tuple[int, int] | None:
         """Return the minimum age as (days, hours) for the page, when whole hours."""
-        value = str(self.data.get("min_age_seconds", ""))
-        if not value.isdigit() or int(value) % 3600:
+        seconds = parse_whole_number(str(self.data.get("min_age_seconds", "")))
+        if seconds is None or seconds % 3600:
             return None
-        days, hours = divmod(int(value) // 3600, 24)
+        days, hours = divmod(seconds // 3600, 24)
         return days, hours
 
     def clean(self) -> dict[str, Any]:
@@ -447,10 +440,18 @@ def _age_seconds(days: str, hours: str) -> str:
     Anything but whole numbers of at most 12 digits is passed on as written,
     so that the age field's own message (not a crash) says what is wrong.
     """
-    parts = [part.strip() or "0" for part in (days, hours)]
-    if not all(part.isdigit() and len(part) <= 12 for part in parts):
+    parts = [
+        parse_whole_number(part.strip() or "0", maximum=_MAX_AGE_PART)
+        for part in (days, hours)
+    ]
+    if parts[0] is None or parts[1] is None:
         return f"{days}d{hours}h"
-    return str(int(parts[0]) * 86400 + int(parts[1]) * 3600)
+    return str(parts[0] * 86400 + parts[1] * 3600)
+
+
+#: The largest number of days or hours the purge page reads: 12 digits, far
+#: past the maximum age, so the age field (not the sum) says it is too old.
+_MAX_AGE_PART = 10**12 - 1
 
 
 class PurgeApplyForm(PurgeCriteriaForm, ActionForm):
@@ -471,3 +472,41 @@ class PurgeApplyForm(PurgeCriteriaForm, ActionForm):
             "reason_code": data["reason_code"],
             "operation_id": data["operation_id"],
         }
+
+
+# -- a plan's candidates ---------------------------------------------------------
+
+_POSITION = _("“after” must name an instance and an execution, as in 12:345.")
+
+
+class PositionField(TextField):
+    """
+    Where a page of a plan's candidates continues: ``<instance>:<execution>``,
+    two ids; blank means from the first.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, strip=False, **kwargs)
+
+    def clean(self, value: Any) -> tuple[int, int] | None:
+        text = str(super().clean(value))
+        if not text:
+            return None
+        parts = [parse_whole_number(part) for part in text.split(":")]
+        if len(parts) != 2 or parts[0] is None or parts[1] is None:
+            raise ValidationError(_POSITION, code="invalid")
+        return parts[0], parts[1]
+
+
+class CandidatesForm(ListForm):
+    """A page of a purge plan's candidates: its size, and where it continues."""
+
+    after = PositionField()
+
+    titles = {**ListForm.titles, "after": _("This link cannot continue the list")}
+
+    @property
+    def position(self) -> tuple[int, int] | None:
+        """Return the (instance, execution) the page continues after, if any."""
+        position: tuple[int, int] | None = self.cleaned_data["after"]
+        return position

@@ -50,10 +50,10 @@ from batchboard.explorer.presenters import Presenter, outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (
-    BadInput,
-    NotFound,
     action_view,
     first_page_url,
+    known_id,
+    missing,
     wants_fragment,
 )
 
@@ -154,23 +154,7 @@ def _submit(
 # -- the rows an action targets --------------------------------------------------
 
 
-def _missing(kind: str, ident: int) -> NotFound:
-    """Return the 404 of an execution or instance that does not exist."""
-    what = (
-        _("execution #%(id)s") if kind == "execution" else _("instance #%(id)s")
-    ) % {"id": ident}
-    return NotFound(what)
-
-
-def _in_range(ident: int, kind: str) -> None:
-    # Ids are bigint: a larger number names nothing (and would make the
-    # database raise a type error rather than find no row).
-    if not 0 < ident <= vocabulary.MAX_BIGINT:
-        raise _missing(kind, ident)
-
-
 def _execution(execution_id: int) -> JobExecution:
-    _in_range(execution_id, "execution")
     found = (
         JobExecution.objects.select_related("job_instance")
         .only(
@@ -183,23 +167,22 @@ def _execution(execution_id: int) -> JobExecution:
             "job_instance__id",
             "job_instance__job_name",
         )
-        .filter(pk=execution_id)
+        .filter(pk=known_id("execution", execution_id))
         .first()
     )
     if found is None:
-        raise _missing("execution", execution_id)
+        raise missing("execution", execution_id)
     return found
 
 
 def _instance(instance_id: int) -> JobInstance:
-    _in_range(instance_id, "instance")
     found = (
         JobInstance.objects.only("id", "job_name", "hold_actor", "hold_reason")
-        .filter(pk=instance_id)
+        .filter(pk=known_id("instance", instance_id))
         .first()
     )
     if found is None:
-        raise _missing("instance", instance_id)
+        raise missing("instance", instance_id)
     return found
 
 
@@ -300,6 +283,7 @@ def _confirmed(
     GET renders the dialog with a fresh operation id (and the version the
     operator sees); POST submits the dialog's form.
     """
+    known_id(form_class.target, target_id)
     page_name, describe, slot = _TARGETS[form_class.target]
     page = _url(page_name, target_id)
     if request.method == "POST":
@@ -355,11 +339,10 @@ def abandon(request: HttpRequest, execution_id: int) -> HttpResponse:
 @action_view(vocabulary.PROPOSE_RECOVERY, *VIEW_EXECUTION_PAGE)
 def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Show the recovery proposal of one execution, and its form if allowed."""
-    _in_range(execution_id, "execution")
     try:
-        proposal = actions.propose(execution_id)
+        proposal = actions.propose(known_id("execution", execution_id))
     except actions.TargetNotFound as error:
-        raise _missing("execution", execution_id) from error
+        raise missing("execution", execution_id) from error
     except actions.ActionError as error:
         return _result(request, error=error, target_url=None)
     panel = request.GET.get("panel") == "1"
@@ -403,7 +386,7 @@ def recover(request: HttpRequest, execution_id: int) -> HttpResponse:
     """Apply a reviewed recovery proposal; the server re-proposes first."""
     return _submit(
         request,
-        forms.RecoverForm(request.POST, target_id=execution_id),
+        forms.RecoverForm(request.POST, target_id=known_id("execution", execution_id)),
         target_url=_url("batchboard:execution", execution_id),
         retry_url=reverse("batchboard:recovery_proposal", args=[execution_id]),
         slot=lambda: _execution_slot(execution_id),
@@ -477,19 +460,11 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
     next page in place), continuing after the execution id ``after``. The
     plan is computed again for each page; each page shows its digest.
     """
-    form = inputs.read(inputs.ListForm, request)
-    after = request.GET.get("after", "")
-    position = after.split(":")
-    if after and not (len(position) == 2 and all(p.isdigit() for p in position)):
-        raise BadInput(
-            str(_("This link cannot continue the list")),
-            str(_("“after” must name an instance and an execution, as in 12:345.")),
-            "after",
-        )
+    form = inputs.read(forms.CandidatesForm, request)
+    after = form.position
     rows = list(plan.candidates)
-    if after:
-        start = (int(position[0]), int(position[1]))
-        rows = [row for row in rows if (row[0], row[1]) > start]
+    if after is not None:
+        rows = [row for row in rows if (row[0], row[1]) > after]
     shown = rows[: form.page_size]
     next_url = None
     if len(rows) > len(shown):
@@ -513,7 +488,7 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
             for instance_id, execution_id, version in shown
         ],
         form.page_size,
-        first=not after,
+        first=after is None,
     )
     return {
         "candidates": page,

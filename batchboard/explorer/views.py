@@ -45,7 +45,6 @@ from batchboard.explorer.presenters import SHOWN_PARAMETERS, Presenter
 from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
-    MAX_BIGINT,
     MAX_PAGE_SIZE,
     OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
@@ -54,33 +53,20 @@ from batchboard.vocabulary import (
     STOP,
     UNRESOLVED,
 )
-from batchboard.web import NotFound, first_page_url, reader, wants_fragment
+from batchboard.web import (
+    NotFound,
+    first_page_url,
+    known_id,
+    missing,
+    reader,
+    wants_fragment,
+)
 
 #: Rows of each audit list the execution page previews.
 PREVIEW_ROWS = 20
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-#: How the 404 page names a record that is not there.
-_RECORDS = {
-    "instance": gettext_lazy("instance %(id)s"),
-    "execution": gettext_lazy("execution %(id)s"),
-    "step": gettext_lazy("step %(id)s"),
-    "partition": gettext_lazy("partition %(id)s"),
-}
-
-
-def _missing(kind: str, pk: int) -> NotFound:
-    return NotFound(_RECORDS[kind] % {"id": pk})
-
-
-def _known(kind: str, pk: int) -> int:
-    """Return an id that can name a record; beyond bigint it names nothing."""
-    if not 0 < pk <= MAX_BIGINT:
-        raise _missing(kind, pk)
-    return pk
 
 
 def _next_url(request: HttpRequest, page: Page) -> str | None:
@@ -308,7 +294,7 @@ def _with_values(present: Presenter, rows: list[Row]) -> None:
 @reader(*VIEW_EXECUTIONS)
 def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
     """Show an instance, its parameters and its executions."""
-    _known("instance", instance_id)
+    known_id("instance", instance_id)
     form = inputs.read(inputs.ListForm, request)
     present = Presenter()
     found: Row | None = None
@@ -318,7 +304,7 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
         # "Load more" needs only the rows; every other request the instance.
         found = queries.instance(instance_id)
         if found is None:
-            raise _missing("instance", instance_id)
+            raise missing("instance", instance_id)
         present.instance(found)
         found["trail"] = present.trail(found["job_name"], ("instance", instance_id))
         if show_values and not wants_fragment(request):
@@ -386,9 +372,9 @@ def unresolved(request: HttpRequest) -> HttpResponse:
 
 
 def _execution_or_404(execution_id: int) -> Row:
-    found = queries.execution(_known("execution", execution_id))
+    found = queries.execution(known_id("execution", execution_id))
     if found is None:
-        raise _missing("execution", execution_id)
+        raise missing("execution", execution_id)
     return found
 
 
@@ -678,7 +664,7 @@ def _audit_list(
     if not (form.token and wants_fragment(request)):
         found = _execution_or_404(execution_id)
     else:
-        _known("execution", execution_id)
+        known_id("execution", execution_id)
     page = audit.fetch(execution_id, form.page_size, form.token)
     present = Presenter()
     audit.present(present, page.rows)
@@ -714,9 +700,9 @@ def operator_requests(request: HttpRequest, execution_id: int) -> HttpResponse:
 
 
 def _step_or_404(step_id: int) -> Row:
-    found = queries.step(_known("step", step_id))
+    found = queries.step(known_id("step", step_id))
     if found is None:
-        raise _missing("step", step_id)
+        raise missing("step", step_id)
     return found
 
 
@@ -746,7 +732,7 @@ def step(request: HttpRequest, step_id: int) -> HttpResponse:
     size, token = form.page_size, form.token
     present = Presenter()
     if token and wants_fragment(request):
-        _known("step", step_id)
+        known_id("step", step_id)
         page = queries.partitions(step_id, size, token)
         present.partitions(page.rows)
         context = _context(
@@ -797,9 +783,9 @@ def step_row(request: HttpRequest, step_id: int) -> HttpResponse:
 @reader(*VIEW_PARTITIONS)
 def partition_row(request: HttpRequest, partition_id: int) -> HttpResponse:
     """Return one partition's table row (polled while it is unresolved)."""
-    found = queries.partition(_known("partition", partition_id))
+    found = queries.partition(known_id("partition", partition_id))
     if found is None:
-        raise _missing("partition", partition_id)
+        raise missing("partition", partition_id)
     return _polled(
         request,
         ("batchboard:step", found["step_execution_id"]),

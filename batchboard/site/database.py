@@ -10,7 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, OperationalError, ProgrammingError
 
 from batchboard.schema import SCHEMA_NAME
-from batchboard.vocabulary import WHOLE_NUMBER
+from batchboard.vocabulary import parse_whole_number
 
 
 class SiteConfigurationError(ImproperlyConfigured):
@@ -122,11 +122,12 @@ def _pool_option(options: dict[str, Any], setting: str) -> dict[str, Any]:
         )
     bounds: dict[str, int] = {}
     for key, raw in sizes.items():
-        if not raw.isdigit() or not 1 <= int(raw) <= 1024:
+        size = parse_whole_number(raw, maximum=1024)
+        if size is None or size < 1:
             raise SiteConfigurationError(
                 f"{setting} has pool_{key}={raw!r}; use a whole number from 1 to 1024."
             )
-        bounds[key] = int(raw)
+        bounds[key] = size
     if bounds.get("min_size", 1) > bounds.get("max_size", 1024):
         raise SiteConfigurationError(
             f"{setting} has a pool_min_size larger than its pool_max_size."
@@ -158,12 +159,16 @@ def keep_connections(databases: dict[str, dict[str, Any]], env: dict[str, str]) 
     one is cheap, and ``runserver`` serves each request on a new thread.
     """
     raw = env.get("CONN_MAX_AGE", "").strip()
-    if raw and not (WHOLE_NUMBER.fullmatch(raw) and int(raw) <= MAX_CONN_MAX_AGE):
+    seconds = (
+        parse_whole_number(raw, maximum=MAX_CONN_MAX_AGE)
+        if raw
+        else DEFAULT_CONN_MAX_AGE
+    )
+    if seconds is None:
         raise SiteConfigurationError(
             f"CONN_MAX_AGE is {raw!r}; use a whole number of seconds from 0 to "
             f"{MAX_CONN_MAX_AGE} (0 closes each connection after its request)."
         )
-    seconds = int(raw) if raw else DEFAULT_CONN_MAX_AGE
     for entry in databases.values():
         if entry["ENGINE"] != "django.db.backends.postgresql":
             continue

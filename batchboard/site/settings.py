@@ -235,7 +235,10 @@ LOG_LEVEL = os.environ.get("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"quiet_polls": {"()": "batchboard.site.quiet.QuietPolls"}},
+    "filters": {
+        "quiet_polls": {"()": "batchboard.site.quiet.QuietPolls"},
+        "one_line": {"()": "batchboard.site.quiet.OneLine"},
+    },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "line": {"format": "%(message)s"},
@@ -243,6 +246,13 @@ LOGGING = {
     },
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        # A handler's filters see the records of child loggers too
+        # (django.security.DisallowedHost...), a logger's would not.
+        "refusals": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["one_line"],
+        },
         "requests": {
             "class": "logging.StreamHandler",
             "formatter": "line",
@@ -265,6 +275,13 @@ LOGGING = {
         "django.server": {
             "handlers": ["server"],
             "level": "INFO",
+            "propagate": False,
+        },
+        # A refused request (a wrong Host header, a disallowed lookup) is
+        # one line, without the submitted value or a traceback.
+        "django.security": {
+            "handlers": ["refusals"],
+            "level": "WARNING",
             "propagate": False,
         },
         # Django's own request log repeats ours, with less care for values.

@@ -639,12 +639,15 @@ def test_ids_beyond_bigint_are_not_found_not_database_errors(admin_user: User) -
         reverse("batchboard:action_hold", args=[huge]),
         {"operation_id": "op", "reason_code": "AUDIT"},
     )
-    assert "out of range" in held.content.decode()
-    stopped = client.post(
-        reverse("batchboard:action_stop", args=[huge]),
-        {"operation_id": "op", "expected_version": "1"},
-    )
-    assert "out of range" in stopped.content.decode()
+    assert held.status_code == 404
+    assert f"There is no instance #{huge}." in held.content.decode()
+    for name in ("action_stop", "action_recover"):
+        stopped = client.post(
+            reverse(f"batchboard:{name}", args=[huge]),
+            {"operation_id": "op", "expected_version": "1"},
+        )
+        assert stopped.status_code == 404
+        assert f"There is no execution #{huge}." in stopped.content.decode()
 
 
 @pytest.mark.parametrize(

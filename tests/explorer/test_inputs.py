@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django import forms
 from django.test import RequestFactory
 
 from batchboard.explorer import inputs
@@ -108,3 +109,28 @@ def test_forms_share_their_fields_instead_of_copying_them() -> None:
     assert first.fields["size"] is second.fields["size"]
     assert second.is_valid() and second.page_size == 3
     assert list(second.fields)[-1] == "cursor"
+
+
+@pytest.mark.parametrize(
+    "text", ["²", "٣", "+3", "-1", "3_0", " 3 4", "0x10", "9" * 20]
+)
+def test_whole_numbers_are_ascii_digits_only(text: str) -> None:
+    """The one whole-number field: what ``int()`` or ``isdigit()`` let through."""
+    field = inputs.WholeNumberField(0, 10**30)
+    with pytest.raises(forms.ValidationError) as raised:
+        field.clean(text)
+    assert raised.value.code == "invalid"
+
+
+def test_a_whole_number_is_read_then_bounded() -> None:
+    field = inputs.WholeNumberField(1, 500)
+    assert field.clean("0042") == 42
+    assert field.clean(" 7 ") == 7
+    assert field.clean("") is None
+    with pytest.raises(forms.ValidationError) as raised:
+        field.clean("501")
+    assert raised.value.code == "range"
+    required = inputs.WholeNumberField(1, 500, required=True)
+    with pytest.raises(forms.ValidationError) as missing:
+        required.clean("")
+    assert missing.value.code == "required"

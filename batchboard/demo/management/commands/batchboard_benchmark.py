@@ -127,10 +127,10 @@ def _minimal_keyset_view(request: HttpRequest) -> HttpResponse:
     This is the view a Django developer writes first (no ceiling, no
     cursor format, no access checks beyond the caller's): the floor.
     """
-    after = request.GET.get("after")
+    after = vocabulary.parse_whole_number(request.GET.get("after", ""))
     queryset = JobExecution.objects.using(conf.database_alias()).order_by("-id")
-    if after:
-        queryset = queryset.filter(id__lt=int(after))
+    if after is not None:
+        queryset = queryset.filter(id__lt=after)
     rows = list(queryset.values_list("id", "status", "created_at")[:PAGE_SIZE])
     return _keyset_table(_FLOOR_TEMPLATE, rows)
 
@@ -142,7 +142,9 @@ def _strict_keyset_view(request: HttpRequest) -> HttpResponse:
     Fixed SQL text and row links built from one reversed prefix: what is
     left is the query and the template, a tighter bound than the floor.
     """
-    after = int(request.GET.get("after") or cursors.MAX_KEY)
+    after = (
+        vocabulary.parse_whole_number(request.GET.get("after", "")) or cursors.MAX_KEY
+    )
     prefix, suffix = reverse("batchboard:execution", args=[987654321]).split(
         "987654321"
     )
