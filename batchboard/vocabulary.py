@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Any, Final, Literal
 
 from django.utils.translation import gettext_lazy as _
 
@@ -25,6 +25,7 @@ from batchboard.schema.v4 import (
     REJECTION_CODES,
     STATUSES,
     UNRESOLVED,
+    RejectionCode,
 )
 
 __all__ = [
@@ -166,21 +167,6 @@ STOPPABLE: Final = ("STARTING", "STARTED")
 #: The operator actions one record offers or refuses (the purge acts on a
 #: plan, not on one record); spec 4.1 and 6.1.
 ActionName = Literal["STOP", "ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD"]
-#: The rejection codes of spec 1.2, as a type.
-RejectionCode = Literal[
-    "OPTIMISTIC_CONFLICT",
-    "INVALID_STATE",
-    "INSTANCE_COMPLETED",
-    "INSTANCE_ABANDONED",
-    "EXECUTION_ALREADY_ACTIVE",
-    "INCOMPATIBLE_DEFINITION",
-    "RESTART_WITHOUT_PRIOR_ATTEMPT",
-    "START_LIMIT_EXCEEDED",
-    "UNRESOLVED_RECOVERY_REQUIRED",
-    "EXECUTION_NOT_FOUND",
-    "INSTANCE_NOT_FOUND",
-]
-assert get_args(RejectionCode) == REJECTION_CODES
 
 STOP: Final = "STOP"
 ABANDON: Final = "ABANDON"

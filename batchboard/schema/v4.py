@@ -22,7 +22,7 @@ the catalog.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 SCHEMA_NAME = "oxide_batch"
 SUPPORTED_SCHEMA_VERSION = 4
@@ -64,7 +64,8 @@ TERMINAL_KINDS = ("COMPLETE", "FAIL", "STOP")
 OPERATOR_ACTIONS = ("LAUNCH", "RESTART", "STOP", "ABANDON", "RECOVER")
 AUTHORIZATION_CLASSES = ("READ", "LIFECYCLE", "DESTRUCTIVE")
 OUTCOME_CLASSES = ("APPLIED", "REJECTED")
-REJECTION_CODES = (
+#: The rejection codes, as a type; REJECTION_CODES is its values in order.
+RejectionCode = Literal[
     "OPTIMISTIC_CONFLICT",
     "INVALID_STATE",
     "INSTANCE_COMPLETED",
@@ -76,7 +77,8 @@ REJECTION_CODES = (
     "UNRESOLVED_RECOVERY_REQUIRED",
     "EXECUTION_NOT_FOUND",
     "INSTANCE_NOT_FOUND",
-)
+]
+REJECTION_CODES: tuple[str, ...] = get_args(RejectionCode)
 RETENTION_ACTIONS = ("HOLD", "RELEASE_HOLD", "APPLY_PURGE")
 PAYLOAD_KINDS = ("INLINE", "EXTERNAL")
 
