@@ -93,12 +93,20 @@ def targets() -> list[Target]:
         for model in admin.site._registry
     }
 
+    # A route that an earlier one already answers (the site's payload-free
+    # view-on-site shortcut ahead of the admin's) can never be reached.
+    answered: set[str] = set()
+
     def walk(patterns: list[URLPattern | URLResolver], prefix: str) -> None:
         for pattern in patterns:
             route = prefix + str(pattern.pattern)
             if isinstance(pattern, URLResolver):
                 walk(pattern.url_patterns, route)
                 continue
+            shape = _ROUTE_PARAMETER.sub(lambda m: f"<{m['name']}>", route)
+            if shape in answered:
+                continue
+            answered.add(shape)
             owner = next(
                 (model for head, model in models.items() if route.startswith(head)),
                 None,
