@@ -50,6 +50,7 @@ from batchboard.vocabulary import (
     OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
+    STATUS_SETS,
     STATUSES,
     STOP,
     UNRESOLVED,
@@ -345,20 +346,57 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
 def executions(request: HttpRequest) -> HttpResponse:
     """Show recent executions across all jobs, filterable by status and job."""
     form = inputs.read(inputs.ExecutionsForm, request)
-    status, job_name = form.status_filter, form.job_filter
-    page = queries.recent_executions(status, job_name, form.page_size, form.token)
+    chosen, job_name = form.statuses, form.job_filter
+    page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
-    if status in ("FAILED", "STOPPED"):
+    if chosen and set(chosen) <= {"FAILED", "STOPPED"}:
         # The failures list says which attempt followed each failure.
         present.restarts(page.rows, relations.next_attempts(page.rows))
-    context = {
-        "status": status,
+    context: dict[str, Any] = {
+        "status": ", ".join(chosen),
+        # The statuses as one word of a closed set (a shortcut's name where
+        # the choice is one): what the filters' fixed markup varies by.
+        "status_key": _status_word(chosen),
+        "chosen": chosen,
         "job_filter": job_name,
         "statuses": STATUSES,
         "caption": present.texts["job_order" if job_name else "newest_first"],
+        # The Failures link of the navigation is this list under FAILED.
+        "section": "failures" if chosen == ("FAILED",) else "executions",
     }
+    if not wants_fragment(request):
+        context["status_sets"] = [
+            (
+                name,
+                _STATUS_SET_LABELS[name],
+                _executions_url(name, job_name),
+                chosen == members,
+            )
+            for name, members in STATUS_SETS.items()
+        ]
     return _list(request, form, page, present, EXECUTIONS, context)
+
+
+#: What the executions list's status shortcuts read as.
+_STATUS_SET_LABELS: dict[str, Promise] = {
+    "active": gettext_lazy("All active"),
+    "finished": gettext_lazy("All finished"),
+}
+
+
+def _status_word(chosen: tuple[str, ...]) -> str:
+    """Return the statuses as a shortcut's name, or comma-separated."""
+    for name, members in STATUS_SETS.items():
+        if chosen == members:
+            return name
+    return ",".join(chosen)
+
+
+def _executions_url(status: str, job_name: str) -> str:
+    """Return the executions list under ``status`` (a word) and a job, if any."""
+    query = [("status", status)] + ([("job", job_name)] if job_name else [])
+    return f"{reverse('batchboard:executions')}?{urlencode(query)}"
 
 
 @reader(*VIEW_EXECUTIONS)
@@ -813,6 +851,26 @@ def jump(request: HttpRequest) -> HttpResponse:
     """Open an execution, instance or step by id (the header's jump box)."""
     kind, pk = inputs.read(inputs.JumpForm, request).target
     return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[pk]))
+
+
+@reader(*VIEW_OVERVIEW)
+def job_names(request: HttpRequest) -> HttpResponse:
+    """
+    Return the job names that start with what a job filter holds, as options.
+
+    The ``<datalist>`` a job-name input swaps in as its value changes: up
+    to SUGGESTED_NAMES names from the job names list, by prefix only. A
+    plain request (the address opened by hand) goes to the executions list.
+    """
+    prefix = inputs.read(inputs.JobNamesForm, request).start
+    if not wants_fragment(request):
+        return HttpResponseRedirect(reverse("batchboard:executions"))
+    names = queries.job_names_starting(prefix)
+    return render(
+        request,
+        "batchboard/partials/job_names.html",
+        {"names": names, "prefix": prefix},
+    )
 
 
 # -- the audit log --------------------------------------------------------------------
