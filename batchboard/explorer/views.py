@@ -47,7 +47,6 @@ from batchboard.vocabulary import (
     ATTENTION_LIMIT,
     MAX_BIGINT,
     MAX_PAGE_SIZE,
-    OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
     STATUS_SETS,
@@ -885,27 +884,11 @@ def audit(request: HttpRequest) -> HttpResponse:
     found = audit_log.read(form)
     present = Presenter()
     audit_log.present(found.page.rows, present.clock)
-    gaps = audit_log.support()
-    unserved = [
-        (audit_log.FILTER_LABELS[name], columns)
-        for name, columns in gaps.items()
-        if columns
-    ]
     context = {
         "filters": form.cleaned_data,
         "actions": audit_log.ACTIONS,
-        "outcomes": OUTCOME_CLASSES,
-        "ignored": [
-            (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
-        ],
-        # What the page can filter, and what it cannot and why (the schema).
-        "served": [
-            audit_log.FILTER_LABELS[name]
-            for name, columns in gaps.items()
-            if not columns
-        ],
-        "unserved": unserved,
-        "unserved_labels": [label for label, _columns in unserved],
+        # Filters a link named that no index serves: the page says so.
+        "ignored": [str(audit_log.FILTER_LABELS[name]) for name in found.ignored],
         "filtered": bool(form.asked()),
         "other_filters": bool(set(form.asked()) - {"operation"}),
         # Each row's operation id links to the log filtered by it.
