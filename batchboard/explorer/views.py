@@ -364,6 +364,14 @@ def executions(request: HttpRequest) -> HttpResponse:
         # The Failures link of the navigation is this list under FAILED.
         "section": "failures" if chosen == ("FAILED",) else "executions",
     }
+    if job_name and page.first and not page.rows:
+        # The job filter is exact: a name's start finds nothing, so say
+        # which names start with it (a few, off the job names list).
+        context["near_names"] = [
+            (name, _executions_url(",".join(chosen), name))
+            for name in queries.job_names_starting(job_name)
+            if name != job_name
+        ]
     if not wants_fragment(request):
         context["status_sets"] = [
             (
@@ -394,7 +402,9 @@ def _status_word(chosen: tuple[str, ...]) -> str:
 
 def _executions_url(status: str, job_name: str) -> str:
     """Return the executions list under ``status`` (a word) and a job, if any."""
-    query = [("status", status)] + ([("job", job_name)] if job_name else [])
+    query = ([("status", status)] if status else []) + (
+        [("job", job_name)] if job_name else []
+    )
     return f"{reverse('batchboard:executions')}?{urlencode(query)}"
 
 

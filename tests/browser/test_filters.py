@@ -12,9 +12,7 @@ from tests.browser.test_explorer import log_in
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_several_statuses_and_a_suggested_job_name(
-    page: Any, live_server: Any
-) -> None:
+def test_several_statuses_and_a_suggested_job_name(page: Any, live_server: Any) -> None:
     for name in ("invoice-daily", "invoice-monthly", "payroll"):
         factories.definition(name)
     runs = {

@@ -176,3 +176,18 @@ def test_the_job_filter_offers_the_suggestions(reader: Client) -> None:
     text = reader.get(reverse("batchboard:executions")).content.decode()
     assert 'list="bb-job-names"' in text
     assert f'hx-get="{reverse("batchboard:job_names")}"' in text
+
+
+def test_the_start_of_a_name_lists_the_names_it_begins(
+    reader: Client, runs: dict[str, int]
+) -> None:
+    """The job filter is exact; an empty list says which names start with it."""
+    url = reverse("batchboard:executions")
+    text = reader.get(url, {"job": "invoice", "status": "failed"}).content.decode()
+    assert "No job is named “invoice”; the job filter matches whole names." in text
+    assert f'<a href="{url}?status=FAILED&amp;job=invoice-daily">invoice-daily</a>' in (
+        text
+    )
+    assert f'href="{url}?status=FAILED&amp;job=invoice-monthly"' in text
+    # A job that exists shows its rows and no such notice.
+    assert "No job is named" not in reader.get(url, {"job": "payroll"}).content.decode()
