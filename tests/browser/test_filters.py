@@ -59,3 +59,21 @@ def test_several_statuses_and_a_suggested_job_name(page: Any, live_server: Any) 
     assert page.is_checked("input[name=status][value=UNKNOWN]")
     nav = page.locator(".bb-nav [aria-current=page]")
     assert nav.inner_text() == "Executions"
+
+
+def test_the_purge_form_shows_a_long_job_name_whole(
+    page: Any, live_server: Any
+) -> None:
+    name = "nightly-invoice-reconciliation-export-for-the-regional-ledgers-of-2026"
+    factories.definition(name)
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/retention/purge/?job_name={name}")
+    field = page.locator("#bb-purge-job")
+    assert field.input_value() == name
+    # The field grows with the name: nothing of it is scrolled out of view.
+    assert field.evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert page.title().startswith("Purge ·")
+    # The executions list's job field grows the same way.
+    page.goto(f"{live_server.url}/executions/?job={name}")
+    job = page.locator("input[name=job]")
+    assert job.evaluate("e => e.scrollWidth <= e.clientWidth")
