@@ -402,7 +402,7 @@ def _merged(
     queryset: QuerySet[Any], branches: Sequence[Q], order: Sequence[str], limit: int
 ) -> QuerySet[Any]:
     """
-    Return the rows of ``queryset`` among each branch's first ``limit`` (SQLite).
+    Return the rows of ``queryset`` among each branch's first ``limit``.
 
     Each branch walks its own index range in the list's order under all of
     the page's conditions and stops at ``limit`` rows, so the page's rows
@@ -410,7 +410,9 @@ def _merged(
     ``len(branches) * limit`` rows however many match, where one range over
     every branch at once must read them all and sort them. The ids are an
     ``IN`` list on the primary key, which SQLite visits in id order: a list
-    by id needs no sort either. Rows, cursor and ceiling are unchanged.
+    by id needs no sort either (PostgreSQL sorts those few ids). Rows,
+    cursor and ceiling are unchanged. A list's own ``branches`` are read
+    so on SQLite only; a filter's ``walks`` on both backends.
     """
     walks: list[str] = []
     params: list[Any] = []

@@ -875,11 +875,7 @@ def job_names(request: HttpRequest) -> HttpResponse:
     if not wants_fragment(request):
         return HttpResponseRedirect(reverse("batchboard:executions"))
     names = queries.job_names_starting(prefix)
-    return render(
-        request,
-        "batchboard/partials/job_names.html",
-        {"names": names, "prefix": prefix},
-    )
+    return render(request, "batchboard/partials/job_names.html", {"names": names})
 
 
 # -- the audit log --------------------------------------------------------------------
