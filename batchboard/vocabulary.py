@@ -66,9 +66,11 @@ __all__ = [
     "REPLAYED",
     "RUNNING_LIMIT",
     "STATUSES",
+    "STATUS_SETS",
     "STOP",
     "OVERVIEW_PAGE_SIZE",
     "STRIP_LENGTH",
+    "SUGGESTED_NAMES",
     "UNRESOLVED",
     "CONTROL_CHARACTERS",
     "WHOLE_NUMBER",
@@ -141,6 +143,8 @@ OVERVIEW_PAGE_SIZE: Final = 20
 ATTENTION_LIMIT: Final = 10
 #: Running executions counted per job on the overview before "1000+".
 RUNNING_LIMIT: Final = 1000
+#: Job names suggested as a job filter is typed (names starting with it).
+SUGGESTED_NAMES: Final = 20
 #: Partitions listed under their parent step on the execution page; the
 #: step's own page lists them all, keyset-paged.
 PARTITION_PREVIEW: Final = 50
@@ -157,6 +161,15 @@ GRID_STEP_ROWS: Final = 1000
 
 #: Unresolved statuses an owner may still be moving (UNKNOWN is not one).
 ACTIVE: Final = ("STARTING", "STARTED", "STOPPING")
+#: The executions list's status shortcuts, by the word a link or a form
+#: gives: every status not yet final (UNKNOWN included, as the overview's
+#: running counts count it) and every final one. Together they cover every
+#: status once.
+STATUS_SETS: Final[dict[str, tuple[str, ...]]] = {
+    "active": UNRESOLVED,
+    "finished": FINISHED,
+}
+assert sorted(STATUS_SETS["active"] + STATUS_SETS["finished"]) == sorted(STATUSES)
 #: Statuses a STOP acts on by recording a stop request (spec 4.6): the owner
 #: moves the execution to STOPPING at its next boundary, not the request.
 #: Read it through :mod:`batchboard.actions.eligibility`, which decides.

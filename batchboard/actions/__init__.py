@@ -31,6 +31,7 @@ from batchboard.actions.holds import place_hold, release_hold
 from batchboard.actions.permissions import action_permissions, may, require
 from batchboard.actions.purge import (
     PurgeCriteria,
+    PurgeFacts,
     PurgePlan,
     apply_purge,
     parse_candidates,
@@ -82,6 +83,7 @@ __all__ = [
     "OperationOutcomeUnknown",
     "PlanStale",
     "PurgeCriteria",
+    "PurgeFacts",
     "PurgePlan",
     "Reason",
     "RecoveryProposal",

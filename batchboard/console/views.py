@@ -46,7 +46,7 @@ from batchboard.explorer import inputs, queries
 from batchboard.explorer.access import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page
-from batchboard.explorer.presenters import Presenter, outcome_tone
+from batchboard.explorer.presenters import Clock, Presenter, look, outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (
@@ -476,6 +476,8 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
         ]
         flat.append(("after", f"{shown[-1][0]}:{shown[-1][1]}"))
         next_url = f"{request.path}?{urlencode(flat)}"
+    # Ages as of the survey's clock: what the minimum age was measured by.
+    clock = Clock(plan.at)
     page = Page(
         [
             {
@@ -484,6 +486,7 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
                 "version": version,
                 "instance_url": link("batchboard:instance", instance_id),
                 "execution_url": link("batchboard:execution", execution_id),
+                **_facts(plan.facts.get(execution_id), clock),
             }
             for instance_id, execution_id, version in shown
         ],
@@ -495,6 +498,19 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
         "page": page,
         "next_url": next_url,
         "first_url": first_page_url(request, drop=("after", "size")),
+    }
+
+
+def _facts(facts: actions.PurgeFacts | None, clock: Clock) -> dict[str, Any]:
+    """Return what a candidate's row shows: status, end and age (the plan's read)."""
+    if facts is None:
+        return {}
+    return {
+        "status": facts.status,
+        "tone": look(facts.status).tone,
+        "ended": clock.moment(facts.ended_at),
+        # The age the minimum age is compared with: since the last update.
+        "age": clock.span((clock.now - facts.updated_at).total_seconds()),
     }
 
 

@@ -752,7 +752,11 @@ class Presenter:
                 {
                     "name": name,
                     "url": job(name),
-                    "running_url": self.links.job_filter("batchboard:executions", name),
+                    # The running count counts unresolved executions: the
+                    # link lists the same ones, the "active" shortcut.
+                    "running_url": self.links.job_filter(
+                        "batchboard:executions", name, "active"
+                    ),
                     "strip": strip,
                     # Rendered already (each chip from its stamp).
                     "chips": SafeString("".join(placed)),

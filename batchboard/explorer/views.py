@@ -46,9 +46,9 @@ from batchboard.vocabulary import (
     ACTIVE,
     ATTENTION_LIMIT,
     MAX_PAGE_SIZE,
-    OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
+    STATUS_SETS,
     STATUSES,
     STOP,
     UNRESOLVED,
@@ -331,20 +331,67 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
 def executions(request: HttpRequest) -> HttpResponse:
     """Show recent executions across all jobs, filterable by status and job."""
     form = inputs.read(inputs.ExecutionsForm, request)
-    status, job_name = form.status_filter, form.job_filter
-    page = queries.recent_executions(status, job_name, form.page_size, form.token)
+    chosen, job_name = form.statuses, form.job_filter
+    page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
-    if status in ("FAILED", "STOPPED"):
+    if chosen and set(chosen) <= {"FAILED", "STOPPED"}:
         # The failures list says which attempt followed each failure.
         present.restarts(page.rows, relations.next_attempts(page.rows))
-    context = {
-        "status": status,
+    context: dict[str, Any] = {
+        "status": ", ".join(chosen),
+        # The statuses as one word of a closed set (a shortcut's name where
+        # the choice is one): what the filters' fixed markup varies by.
+        "status_key": _status_word(chosen),
+        "chosen": chosen,
         "job_filter": job_name,
         "statuses": STATUSES,
         "caption": present.texts["job_order" if job_name else "newest_first"],
+        # The Failures link of the navigation is this list under FAILED.
+        "section": "failures" if chosen == ("FAILED",) else "executions",
     }
+    if job_name and page.first and not page.rows:
+        # The job filter is exact: a name's start finds nothing, so say
+        # which names start with it (a few, off the job names list).
+        context["near_names"] = [
+            (name, _executions_url(",".join(chosen), name))
+            for name in queries.job_names_starting(job_name)
+            if name != job_name
+        ]
+    if not wants_fragment(request):
+        context["status_sets"] = [
+            (
+                name,
+                _STATUS_SET_LABELS[name],
+                _executions_url(name, job_name),
+                chosen == members,
+            )
+            for name, members in STATUS_SETS.items()
+        ]
     return _list(request, form, page, present, EXECUTIONS, context)
+
+
+#: What the executions list's status shortcuts read as.
+_STATUS_SET_LABELS: dict[str, Promise] = {
+    "active": gettext_lazy("All active"),
+    "finished": gettext_lazy("All finished"),
+}
+
+
+def _status_word(chosen: tuple[str, ...]) -> str:
+    """Return the statuses as a shortcut's name, or comma-separated."""
+    for name, members in STATUS_SETS.items():
+        if chosen == members:
+            return name
+    return ",".join(chosen)
+
+
+def _executions_url(status: str, job_name: str) -> str:
+    """Return the executions list under ``status`` (a word) and a job, if any."""
+    query = ([("status", status)] if status else []) + (
+        [("job", job_name)] if job_name else []
+    )
+    return f"{reverse('batchboard:executions')}?{urlencode(query)}"
 
 
 @reader(*VIEW_EXECUTIONS)
@@ -801,6 +848,22 @@ def jump(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[pk]))
 
 
+@reader(*VIEW_OVERVIEW)
+def job_names(request: HttpRequest) -> HttpResponse:
+    """
+    Return the job names that start with what a job filter holds, as options.
+
+    The ``<datalist>`` a job-name input swaps in as its value changes: up
+    to SUGGESTED_NAMES names from the job names list, by prefix only. A
+    plain request (the address opened by hand) goes to the executions list.
+    """
+    prefix = inputs.read(inputs.JobNamesForm, request).start
+    if not wants_fragment(request):
+        return HttpResponseRedirect(reverse("batchboard:executions"))
+    names = queries.job_names_starting(prefix)
+    return render(request, "batchboard/partials/job_names.html", {"names": names})
+
+
 # -- the audit log --------------------------------------------------------------------
 
 AUDIT_LOG = ListPage("batchboard/audit.html", "batchboard/partials/audit_log_rows.html")
@@ -813,27 +876,11 @@ def audit(request: HttpRequest) -> HttpResponse:
     found = audit_log.read(form)
     present = Presenter()
     audit_log.present(found.page.rows, present.clock)
-    gaps = audit_log.support()
-    unserved = [
-        (audit_log.FILTER_LABELS[name], columns)
-        for name, columns in gaps.items()
-        if columns
-    ]
     context = {
         "filters": form.cleaned_data,
         "actions": audit_log.ACTIONS,
-        "outcomes": OUTCOME_CLASSES,
-        "ignored": [
-            (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
-        ],
-        # What the page can filter, and what it cannot and why (the schema).
-        "served": [
-            audit_log.FILTER_LABELS[name]
-            for name, columns in gaps.items()
-            if not columns
-        ],
-        "unserved": unserved,
-        "unserved_labels": [label for label, _columns in unserved],
+        # Filters a link named that no index serves: the page says so.
+        "ignored": [str(audit_log.FILTER_LABELS[name]) for name in found.ignored],
         "filtered": bool(form.asked()),
         "other_filters": bool(set(form.asked()) - {"operation"}),
         # Each row's operation id links to the log filtered by it.

@@ -68,6 +68,8 @@ def test_benchmark_seeds_and_prints_every_page(
         "executions ?status=FAILED",
         "executions ?status=UNKNOWN",
         "executions ?status=STARTING",
+        "executions ?status=active (several)",
+        "executions ?status=finished (several)",
         "executions ?job=orders-etl",
         "(rare)",
         "rare job",

@@ -303,8 +303,10 @@ class Command(BenchmarkCommand):
             key: cursors.Key = cursors.Identity(deep_execution)
             if job:
                 key = cursors.Ordered(max(1, newest - depth), 1)
+            # A shortcut binds its statuses, as the list reads them.
+            statuses = vocabulary.STATUS_SETS.get(status, status)
             return cursors.encode(
-                cursors.recent_executions(status, job),
+                cursors.recent_executions(statuses, job),
                 PAGE_SIZE,
                 key,
                 facts["max_execution"],
@@ -345,6 +347,11 @@ class Command(BenchmarkCommand):
         filters += [
             (f"executions ?status={status}", status, "", 0)
             for status in vocabulary.STATUSES
+        ]
+        # Several statuses at once: one walk per status, merged.
+        filters += [
+            (f"executions ?status={name} (several)", name, "", 0)
+            for name in vocabulary.STATUS_SETS
         ]
         filters += [
             (f"executions ?job={facts['busy']}", "", facts["busy"], facts["busy_max"]),
