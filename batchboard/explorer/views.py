@@ -28,7 +28,7 @@ from django_htmx.http import replace_url
 from batchboard import actions, conf
 from batchboard.actions import eligibility, permissions
 from batchboard.explorer import audit as audit_log
-from batchboard.explorer import inputs, overview, queries, relations, trends
+from batchboard.explorer import cause, inputs, overview, queries, relations, trends
 from batchboard.explorer.access import (
     PARAMETER_VALUES,
     VIEW_AUDIT,
@@ -563,6 +563,7 @@ def _live_region(
             else _steps_next_url(execution_id, page, size)
         ),
         timeline=present.timeline(found, top),
+        cause_links=cause.execution_links(found),
         audit=sections,
         show_partitions=partitions,
         # The recovery form is offered only to an execution that qualifies.
@@ -736,7 +737,11 @@ def _step_values(present: Presenter, found: Row) -> dict[str, Any]:
             found,
             relations.worker_partition(int(found["job_execution_id"]), step_id),
         )
-    return {"step": found, "totals": rollup.counters if rollup else None}
+    return {
+        "step": found,
+        "totals": rollup.counters if rollup else None,
+        "cause_links": cause.step_links(found),
+    }
 
 
 @reader(*VIEW_PARTITIONS)
