@@ -28,11 +28,12 @@ from typing import Any, Final
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import vocabulary
+from batchboard.actions import eligibility
 from batchboard.actions.eligibility import Eligibility
 from batchboard.explorer.pagination import Row
 from batchboard.vocabulary import ABANDON, HOLD, RELEASE_HOLD, RESTART, STOP
 
-__all__ = ["PROGRAM", "Command", "for_execution", "for_instance"]
+__all__ = ["PROGRAM", "Command", "for_execution", "for_instance", "for_recovery"]
 
 #: The operator CLI's executable (spec A.1).
 PROGRAM: Final = "oxide-batch"
@@ -46,6 +47,11 @@ class Command:
     title: Any
     line: str
     note: Any = ""
+
+    @property
+    def slug(self) -> str:
+        """Return the command's name in element ids: its action, lower case."""
+        return self.action.lower()
 
 
 def _offered(offers: Mapping[str, Eligibility], action: str) -> bool:
@@ -203,3 +209,75 @@ def for_instance(
     if _offered(offers, RESTART) and latest is not None:
         commands.append(_restart(pk, instance["job_name"], int(latest["id"]), actor))
     return commands
+
+
+def for_recovery(
+    proposal: Any,
+    offer: Eligibility,
+    *,
+    actor: str,
+    failure_category: str,
+    failure_id: int,
+) -> list[Command]:
+    """
+    Return the commands of a recovery proposal's two directives, if offered.
+
+    ``proposal`` is :class:`batchboard.actions.RecoveryProposal`; the CLI
+    re-proposes and refuses a moved version or changed evidence (spec A.1),
+    as the console does. Both commands carry one operation id: one decision
+    is taken on a proposal. With an unknown commit, marking failed takes the
+    reason UNKNOWN_EFFECT (eligibility.directive); abandoning takes any.
+    """
+    if not offer.offered:
+        return []
+    pk, version = int(proposal.execution_id), int(proposal.observed_version)
+    reason, note = _reason(vocabulary.RECOVER)
+    common = (
+        "--execution",
+        pk,
+        "--expected-version",
+        version,
+        "--evidence-digest",
+        proposal.digest_hex,
+    )
+    tail = ("--actor", actor, "--operation-id", f"cli-recover-{pk}-v{version}")
+    unknown = bool(proposal.evidence.unknown_commit)
+    failed_reason = eligibility.UNKNOWN_EFFECT if unknown else reason
+    return [
+        Command(
+            "RECOVER_MARK_FAILED",
+            _("Recover: mark failed"),
+            _line(
+                "execution",
+                "recover",
+                *common,
+                "--directive",
+                "mark-failed",
+                "--failure-category",
+                failure_category.lower(),
+                "--failure-id",
+                failure_id,
+                "--reason",
+                failed_reason,
+                *tail,
+            ),
+            _("Reason: UNKNOWN_EFFECT, after checking the last commit's effect.")
+            if unknown
+            else note,
+        ),
+        Command(
+            "RECOVER_ABANDON",
+            _("Recover: abandon"),
+            _line(
+                "execution",
+                "recover",
+                *common,
+                "--directive",
+                "abandon",
+                "--reason",
+                reason,
+                *tail,
+            ),
+            note,
+        ),
+    ]

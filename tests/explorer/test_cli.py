@@ -161,3 +161,43 @@ def test_operation_ids_and_actors_are_valid_envelope_values(db: None) -> None:
         words = shlex.split(command.line)
         envelope.validate_operation_id(words[words.index("--operation-id") + 1])
         envelope.validate_actor_ref(words[words.index("--actor") + 1])
+
+
+@pytest.mark.parametrize("status", ["STARTED", "UNKNOWN"])
+def test_a_recovery_proposal_shows_the_command_of_each_directive(
+    admin: Client, status: str
+) -> None:
+    execution = factories.actions.execution(status)
+    factories.actions.step(execution, "STARTED")
+    url = reverse("batchboard:recovery_proposal", args=[execution.pk])
+    content = admin.get(url, {"panel": "1"}).content.decode()
+    commands = _commands(content)
+    assert set(commands) == {"RECOVER_MARK_FAILED", "RECOVER_ABANDON"}
+    digest = re.search(r'<code class="bb-hex">([0-9a-f]{64})</code>', content)
+    assert digest is not None
+    failed, abandon = commands["RECOVER_MARK_FAILED"], commands["RECOVER_ABANDON"]
+    for words in (failed, abandon):
+        assert words[:9] == [
+            "oxide-batch", "execution", "recover", "--execution", str(execution.pk),
+            "--expected-version", "3", "--evidence-digest", digest.group(1),
+        ]  # fmt: skip
+        assert words[-2:] == ["--operation-id", f"cli-recover-{execution.pk}-v3"]
+    # The failure id is the one the form proposes; with an unknown commit
+    # the reason is UNKNOWN_EFFECT and the category unknown_commit.
+    failure_id = re.search(r'name="failure_id" value="(\d+)"', content)
+    assert failure_id is not None
+    assert failed[failed.index("--failure-id") + 1] == failure_id.group(1)
+    category = failed[failed.index("--failure-category") + 1]
+    reason = failed[failed.index("--reason") + 1]
+    if status == "UNKNOWN":
+        assert (category, reason) == ("unknown_commit", "UNKNOWN_EFFECT")
+    else:
+        assert (category, reason) == ("stale_recovered", "OPERATOR_DECISION")
+    assert "--failure-id" not in abandon
+    assert abandon[abandon.index("--directive") + 1] == "abandon"
+
+
+def test_a_fresh_execution_offers_no_recovery_command(admin: Client) -> None:
+    execution = factories.actions.execution("STARTED", updated_at=factories.now())
+    url = reverse("batchboard:recovery_proposal", args=[execution.pk])
+    assert _commands(admin.get(url).content.decode()) == {}
