@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -193,3 +194,20 @@ def test_a_running_execution_fills_its_missing_end_empty(db: None) -> None:
     assert link is not None and link.endswith(
         f"?job=nightly&instance={instance.pk}&from=&to="
     )
+
+
+def test_the_standalone_site_reads_the_links_from_its_environment() -> None:
+    from batchboard.site.database import SiteConfigurationError
+    from tests.site.production import site_settings
+
+    found = site_settings(
+        BATCHBOARD_FAILURE_LINK=FAILURE,
+        BATCHBOARD_EXECUTION_LINKS=json.dumps([["Logs", LOGS]]),
+    )["BATCHBOARD"]
+    assert found["FAILURE_LINK"] == FAILURE
+    assert found["EXECUTION_LINKS"] == [["Logs", LOGS]]
+    with override_settings(BATCHBOARD=found):
+        assert not {"batchboard.E030", "batchboard.E031"} & set(_ids(run_checks()))
+    assert "FAILURE_LINK" not in site_settings()["BATCHBOARD"]
+    with pytest.raises(SiteConfigurationError, match="JSON list"):
+        site_settings(BATCHBOARD_EXECUTION_LINKS="Logs=https://x.example/")
