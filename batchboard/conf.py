@@ -1,8 +1,9 @@
 """
 batchboard's settings: one ``BATCHBOARD`` dict, read lazily and cached.
 
-Every key, its default and its meaning is listed in docs/configuration.md. Reading happens on first use, never at import time, and
-the cache is dropped when a test overrides ``BATCHBOARD``.
+Every key, its default and its meaning is listed in docs/configuration.md.
+Reading happens on first use, never at import time, and the cache is
+dropped when a test overrides ``BATCHBOARD``.
 """
 
 from __future__ import annotations
