@@ -69,3 +69,26 @@ def test_the_restart_command_is_copied_to_the_clipboard(
         assert errors == []
     finally:
         context.close()
+
+
+@override_settings(BATCHBOARD={"POLL_SECONDS": 1}, LOGIN_URL="login")
+def test_commands_wrap_inside_a_phone_screen(browser: Any, live_server: Any) -> None:
+    member("operator")
+    instance = factories.instance("a-job-name-long-enough-to-wrap-" * 3)
+    failed = factories.execution(instance, "STOPPED")
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.set_default_timeout(10000)
+    try:
+        sign_in(page, live_server, "operator", f"/executions/{failed.pk}/")
+        page.click(f"#bb-cli-{failed.pk} summary")
+        box = page.locator(f"#bb-cli-{failed.pk}-restart").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        wide = page.evaluate(
+            "(id) => { const e = document.getElementById(id);"
+            " return e.scrollWidth - e.clientWidth; }",
+            f"bb-cli-{failed.pk}",
+        )
+        assert wide <= 0
+    finally:
+        context.close()
