@@ -34,6 +34,15 @@ worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 # Restart workers now and then, so a slow leak cannot grow without bound.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "5000"))
 max_requests_jitter = 500
+# Gunicorn's control socket (gunicornc) is off unless GUNICORN_CONTROL_SOCKET
+# names where to put it: by default gunicorn would create it under
+# $XDG_RUNTIME_DIR or ~/.gunicorn/, which fails on a read-only home (a
+# container's). Nothing in batchboard's operation needs it.
+_control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET", "")
+if _control_socket:
+    control_socket = _control_socket
+else:
+    control_socket_disable = True
 # Proxies trusted for X-Forwarded-Proto (see SECURE_PROXY_SSL_HEADER); the
 # site trusts the same ones for X-Forwarded-For (batchboard.site.proxies).
 forwarded_allow_ips = proxies.allowed(os.environ)

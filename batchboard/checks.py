@@ -11,6 +11,7 @@ from django.db import DatabaseError, connections
 from django.db.migrations.recorder import MigrationRecorder
 
 from batchboard import conf, schema
+from batchboard.explorer import cause
 from batchboard.vocabulary import (
     MAX_PAGE_SIZE,
     MAX_STATEMENT_TIMEOUT_MS,
@@ -91,6 +92,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         )
     errors.extend(_action_database_errors())
     errors.extend(_read_database_errors())
+    errors.extend(_cause_link_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -221,6 +223,59 @@ def _read_database_errors() -> list[CheckMessage]:
                 id="batchboard.E009",
             )
         )
+    return errors
+
+
+_CAUSE_HINT = (
+    "Write an http:// or https:// URL with its host written out and fields "
+    "among " + ", ".join(f"{{{name}}}" for name in cause.FIELDS) + " in single "
+    "braces, bare (literal braces doubled: {{ }})."
+)
+
+
+def _cause_link_errors() -> list[CheckMessage]:
+    """Validate the URL templates of ``FAILURE_LINK`` and ``EXECUTION_LINKS``."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    failure = config.get("FAILURE_LINK")
+    wrong = None if failure is None else cause.problem(failure)
+    if wrong:
+        errors.append(
+            Error(
+                f"BATCHBOARD['FAILURE_LINK']: {wrong}.",
+                hint=f"{_CAUSE_HINT} Or set it to None.",
+                id="batchboard.E030",
+            )
+        )
+    links = config.get("EXECUTION_LINKS") or []
+    pairs = isinstance(links, (list, tuple)) and all(
+        isinstance(pair, (list, tuple))
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and pair[0]
+        for pair in links
+    )
+    if not pairs:
+        errors.append(
+            Error(
+                "BATCHBOARD['EXECUTION_LINKS'] must be a list of "
+                "(label, URL template) pairs.",
+                hint='Use [("Logs", "https://logs.example.org/?q={execution_id}"), '
+                "...], or leave it out.",
+                id="batchboard.E031",
+            )
+        )
+        return errors
+    for label, template in links:
+        wrong = cause.problem(template)
+        if wrong:
+            errors.append(
+                Error(
+                    f"BATCHBOARD['EXECUTION_LINKS'] {label!r}: {wrong}.",
+                    hint=_CAUSE_HINT,
+                    id="batchboard.E031",
+                )
+            )
     return errors
 
 

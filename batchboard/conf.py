@@ -1,9 +1,9 @@
 """
 batchboard's settings: one ``BATCHBOARD`` dict, read lazily and cached.
 
-Every key, its default and its meaning is listed in the README's
-configuration table. Reading happens on first use, never at import time, and
-the cache is dropped when a test overrides ``BATCHBOARD``.
+Every key, its default and its meaning is listed in docs/configuration.md.
+Reading happens on first use, never at import time, and the cache is
+dropped when a test overrides ``BATCHBOARD``.
 """
 
 from __future__ import annotations
@@ -57,6 +57,17 @@ DEFAULTS: dict[str, Any] = {
     # PostgreSQL: statement timeout (milliseconds, 1 ms..24 h, spec 9.3) of
     # the transaction a page's reads run in (SET LOCAL, PgBouncer-safe).
     "STATEMENT_TIMEOUT_MS": 30_000,
+    # URL template of where a failure's cause is looked up (a log search),
+    # shown beside every failure, e.g. "https://logs.example.org/search?
+    # q=execution:{execution_id}". Named fields only, each percent-encoded:
+    # execution_id, instance_id, job, failure_category, failure_id,
+    # started_at, ended_at, step (explorer/cause.py; check E030). None: no
+    # link.
+    "FAILURE_LINK": None,
+    # (label, URL template) pairs shown on execution and step pages, e.g.
+    # [("Traces", "https://traces.example.org/?job={job}&from={started_at}")],
+    # with the fields of FAILURE_LINK (check E031).
+    "EXECUTION_LINKS": [],
 }
 
 

@@ -63,6 +63,7 @@ __all__ = [
     "REJECTION_CODES",
     "RejectionCode",
     "RELEASE_HOLD",
+    "RESTART",
     "REPLAYED",
     "RUNNING_LIMIT",
     "STATUSES",
@@ -179,13 +180,16 @@ STOPPABLE: Final = ("STARTING", "STARTED")
 
 #: The operator actions one record offers or refuses (the purge acts on a
 #: plan, not on one record); spec 4.1 and 6.1.
-ActionName = Literal["STOP", "ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD"]
+ActionName = Literal["STOP", "ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD", "RESTART"]
 
 STOP: Final = "STOP"
 ABANDON: Final = "ABANDON"
 RECOVER: Final = "RECOVER"
 HOLD: Final = "HOLD"
 RELEASE_HOLD: Final = "RELEASE_HOLD"
+#: Runs in the job's own runtime (spec A.1), never in batchboard: pages show
+#: the oxide-batch command for it.
+RESTART: Final = "RESTART"
 APPLY_PURGE: Final = "APPLY_PURGE"
 #: Reads that belong to an action's workflow but change nothing.
 PLAN_PURGE: Final = "PLAN_PURGE"
@@ -202,6 +206,7 @@ ACTION_CLASSES: Final[dict[str, str]] = {
     RECOVER: DESTRUCTIVE,
     HOLD: DESTRUCTIVE,
     RELEASE_HOLD: DESTRUCTIVE,
+    RESTART: LIFECYCLE,
     APPLY_PURGE: DESTRUCTIVE,
     PLAN_PURGE: READ,
     PROPOSE_RECOVERY: READ,

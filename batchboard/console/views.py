@@ -42,7 +42,7 @@ from batchboard import actions, vocabulary
 from batchboard.actions import eligibility, envelope, permissions
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
-from batchboard.explorer import inputs, queries
+from batchboard.explorer import cli, inputs, queries
 from batchboard.explorer.access import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page
@@ -346,26 +346,36 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
     except actions.ActionError as error:
         return _result(request, error=error, target_url=None)
     panel = request.GET.get("panel") == "1"
+    # Whether the execution offers a recovery: the eligibility rule's
+    # answer on this proposal, which the service asks again on submit.
+    offer = eligibility.recover(
+        proposal.evidence.status,
+        candidate=proposal.is_candidate,
+        verdict=proposal.verdict_text(),
+    )
+    category = (
+        "UNKNOWN_COMMIT" if proposal.evidence.unknown_commit else "STALE_RECOVERED"
+    )
+    # A fresh failure id per proposal, labelled as generated: nine digits,
+    # so that an operator can read it out and note it.
+    failure_id = secrets.randbelow(900_000_000) + 100_000_000
     context = {
         "proposal": proposal,
         "evidence": proposal.evidence,
         "may_recover": permissions.may(request.user, vocabulary.RECOVER),
-        # Whether the execution offers a recovery: the eligibility rule's
-        # answer on this proposal, which the service asks again on submit.
-        "offer": eligibility.recover(
-            proposal.evidence.status,
-            candidate=proposal.is_candidate,
-            verdict=proposal.verdict_text(),
-        ),
+        "offer": offer,
         "operation_id": envelope.new_operation_id(),
         "reasons": forms.RecoverForm.reasons(),
         "categories": vocabulary.RECOVERY_CATEGORIES,
-        "default_category": "UNKNOWN_COMMIT"
-        if proposal.evidence.unknown_commit
-        else "STALE_RECOVERED",
-        # A fresh failure id per proposal, labelled as generated: nine
-        # digits, so that an operator can read it out and note it.
-        "default_failure_id": secrets.randbelow(900_000_000) + 100_000_000,
+        "default_category": category,
+        "default_failure_id": failure_id,
+        "cli_commands": cli.for_recovery(
+            proposal,
+            offer,
+            actor=envelope.actor_ref_for(request.user),
+            failure_category=category,
+            failure_id=failure_id,
+        ),
         "post_url": reverse("batchboard:action_recover", args=[execution_id]),
         "execution_url": _url("batchboard:execution", execution_id),
         "panel": panel,

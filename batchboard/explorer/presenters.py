@@ -36,6 +36,7 @@ from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext_lazy as _
 
 from batchboard.actions import eligibility
+from batchboard.explorer import cause
 from batchboard.explorer.links import Links
 from batchboard.explorer.relations import SEGMENTS, Rollup
 from batchboard.explorer.stamps import Stamp, slot, stamp
@@ -524,6 +525,7 @@ class Presenter:
             if triage:
                 row["stop_url"] = SafeString(f"{stop_head}{pk}{stop_tail}")
                 row["recover_url"] = SafeString(f"{recover_head}{pk}{recover_tail}")
+        cause.failure_links(rows)
         return rows
 
     def failures(self, rows: list[Row]) -> list[Row]:

@@ -253,6 +253,7 @@ _ROW_SLOTS: Final = (
     "updated_age",
     "failure_category",
     "failure_id",
+    "failure_link",
     "exit_text",
     "restart.url",
     "restart.text",
@@ -272,6 +273,7 @@ def _row_shape(row: Row) -> tuple[Any, ...]:
         bool(row.get("active")),
         bool(row.get("owner_recorded")),
         bool(row.get("failure_category")),
+        bool(row.get("failure_link")),
         bool(row.get("exit_pending")),
         restart["tone"] if restart else None,
         bool(row.get("stop_requested_at")),
@@ -293,6 +295,7 @@ def _row_stand_in(row: Row) -> Row:
         "failure_category": (
             stands["failure_category"] if row.get("failure_category") else None
         ),
+        "failure_link": stands["failure_link"] if row.get("failure_link") else None,
         "exit_pending": row.get("exit_pending"),
         "restart": (
             {

@@ -26,9 +26,9 @@ from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
 from batchboard import actions, conf
-from batchboard.actions import eligibility, permissions
+from batchboard.actions import eligibility, envelope, permissions
 from batchboard.explorer import audit as audit_log
-from batchboard.explorer import inputs, overview, queries, relations, trends
+from batchboard.explorer import cause, cli, inputs, overview, queries, relations, trends
 from batchboard.explorer.access import (
     PARAMETER_VALUES,
     VIEW_AUDIT,
@@ -48,6 +48,7 @@ from batchboard.vocabulary import (
     MAX_PAGE_SIZE,
     PARTITION_WORKER_PREFIX,
     RECOVER,
+    RESTART,
     STATUS_SETS,
     STATUSES,
     STOP,
@@ -315,10 +316,20 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
     if page.first and not wants_fragment(request):
         # The attempts as a chain, first to latest (the page lists latest first).
         chain = list(reversed(page.rows))
+    # What the hold buttons and the CLI commands offer: the eligibility
+    # rule's answers; a restart follows the latest attempt (listed first).
+    offers = eligibility.for_instance(held=bool(found and found["hold_actor"]))
+    latest = page.rows[0] if page.first and page.rows else None
+    commands: list[cli.Command] = []
+    if found is not None and page.first:
+        offers[RESTART] = eligibility.restart(latest["status"] if latest else None)
+        commands = cli.for_instance(
+            found, offers, actor=envelope.actor_ref_for(request.user), latest=latest
+        )
     context = {
         "instance": found,
-        # What the hold buttons offer: the eligibility rule's answers.
-        "offers": eligibility.for_instance(held=bool(found and found["hold_actor"])),
+        "offers": offers,
+        "cli_commands": commands,
         "chain": chain,
         "parameter_values": values,
         "show_values": show_values,
@@ -583,6 +594,22 @@ def _live_region(
         audit_page = audit.fetch(execution_id, preview, None)
         audit.present(present, audit_page.rows)
         sections.append((audit, audit_page, audit.url(execution_id)))
+    # What the action buttons offer, by action: the eligibility rule's
+    # answers. An UNKNOWN execution may be abandoned once a recovery
+    # decision is recorded, which the decisions' preview shows. A restart
+    # follows the instance's latest attempt: offered on that one's page.
+    offers = eligibility.for_execution(
+        found["status"],
+        stop_requested=found["stop_requested_at"] is not None,
+        superseded=after is not None,
+        decided=any(
+            audit_page.rows
+            for audit, audit_page, _all in sections
+            if audit.url_name == "recovery_decisions"
+        ),
+    )
+    if after is None:
+        offers[RESTART] = eligibility.restart(found["status"])
     return _context(
         request,
         present,
@@ -596,24 +623,16 @@ def _live_region(
             else _steps_next_url(execution_id, page, size)
         ),
         timeline=present.timeline(found, top),
+        cause_links=cause.execution_links(found),
         audit=sections,
         show_partitions=partitions,
         # The recovery form is offered only to an execution that qualifies.
         recovery_url=(
             link("batchboard:recovery_proposal", execution_id) if stale else None
         ),
-        # What the action buttons offer, by action: the eligibility rule's
-        # answers. An UNKNOWN execution may be abandoned once a recovery
-        # decision is recorded, which the decisions' preview shows.
-        offers=eligibility.for_execution(
-            found["status"],
-            stop_requested=found["stop_requested_at"] is not None,
-            superseded=after is not None,
-            decided=any(
-                audit_page.rows
-                for audit, audit_page, _all in sections
-                if audit.url_name == "recovery_decisions"
-            ),
+        offers=offers,
+        cli_commands=cli.for_execution(
+            found, offers, actor=envelope.actor_ref_for(request.user)
         ),
     )
 
@@ -769,7 +788,11 @@ def _step_values(present: Presenter, found: Row) -> dict[str, Any]:
             found,
             relations.worker_partition(int(found["job_execution_id"]), step_id),
         )
-    return {"step": found, "totals": rollup.counters if rollup else None}
+    return {
+        "step": found,
+        "totals": rollup.counters if rollup else None,
+        "cause_links": cause.step_links(found),
+    }
 
 
 @reader(*VIEW_PARTITIONS)
