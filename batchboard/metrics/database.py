@@ -64,11 +64,19 @@ def _vendor() -> str:
     return connections[db.alias()].vendor
 
 
-def _age_seconds(column: str) -> str:
-    """Return SQL for the seconds since ``column``, by the database's clock."""
+def _age(column: str) -> str:
+    """Return SQL for the time since ``column``, by the database's clock."""
     if _vendor() == "postgresql":
-        return f"EXTRACT(EPOCH FROM CURRENT_TIMESTAMP - {column})"
+        return f"CURRENT_TIMESTAMP - {column}"
     return f"(julianday('now') - julianday({column})) * 86400.0"
+
+
+def _age_bound(seconds: float) -> str:
+    """Return SQL for an age of ``seconds``, comparable with :func:`_age`."""
+    if _vendor() == "postgresql":
+        # An interval literal: no conversion per row.
+        return f"INTERVAL '{seconds:g} seconds'"
+    return f"{seconds:g}"
 
 
 def _since() -> str:
@@ -98,13 +106,13 @@ def _unresolved_sql(allowlist: Sequence[str]) -> tuple[str, list[Any]]:
         params.append(OTHER)
         source = "ob_job_execution e"
     bucket = " ".join(
-        f"WHEN age < {bound:g} THEN {number}"
+        f"WHEN age < {_age_bound(bound)} THEN {number}"
         for number, (_label, bound) in enumerate(AGE_BUCKETS[:-1])
     )
     sql = (
         f"SELECT status, job, CASE {bucket} ELSE {len(AGE_BUCKETS) - 1} END, "
         f"COUNT(*) FROM (SELECT e.status AS status, {job} AS job, "
-        f"{_age_seconds('e.updated_at')} AS age FROM {source} "
+        f"{_age('e.updated_at')} AS age FROM {source} "
         f"WHERE e.status IN ({_marks(len(UNRESOLVED))})) unresolved "
         "GROUP BY 1, 2, 3"
     )
