@@ -219,7 +219,7 @@ def _window_families() -> tuple[list[Metric], dict[str, bool]]:
     return [failures, requests, retention], capped
 
 
-def _replica_families() -> list[Metric]:
+def replica_families() -> list[Metric]:
     lag = GaugeMetricFamily(
         "batchboard_replica_lag_seconds",
         "Seconds a read replica is behind the primary; 0 once it has replayed "
@@ -260,7 +260,7 @@ def read() -> list[Metric]:
         families = _executions(allowlist)
         windowed, capped = _window_families()
     families += windowed
-    families += _replica_families()
+    families += replica_families()
     capped_family = GaugeMetricFamily(
         "batchboard_metrics_window_capped",
         f"1 when a window gauge read its {WINDOW_ROWS} rows: its counts are a "

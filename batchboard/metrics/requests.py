@@ -69,13 +69,22 @@ def record(view: str, status: int, seconds: float) -> None:
 
 
 def collect() -> list[Metric]:
-    """Return the request families: every worker's, when they share a directory."""
+    """
+    Return the request families: every worker's, when they share a directory.
+
+    The ``_created`` samples (when each series began) are left out: the
+    shared directory has none, so a single process shows the same series
+    as a server of several.
+    """
     directory = os.environ.get(MULTIPROCESS_DIRECTORY)
+    registry = REGISTRY
     if directory:
         registry = CollectorRegistry(auto_describe=False)
         MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
-        return list(registry.collect())
-    return list(REGISTRY.collect())
+    families = list(registry.collect())
+    for family in families:
+        family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+    return families
 
 
 class RequestMetricsMiddleware:

@@ -54,6 +54,7 @@ def test_requests_are_counted_by_view_name_never_by_path() -> None:
         for _label, value in key
     }
     assert not any("secret-job-name" in value or "/" in value for value in values)
+    assert not any(name.endswith("_created") for name in series)
     durations = series["batchboard_http_request_duration_seconds_count"]
     assert durations[labels(view="batchboard:job", status="200")] >= 1
 
