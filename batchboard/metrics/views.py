@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 from prometheus_client import CollectorRegistry, Metric
 from prometheus_client.core import GaugeMetricFamily
@@ -32,6 +33,8 @@ from prometheus_client.exposition import choose_encoder
 from batchboard import conf
 from batchboard.metrics import database, requests
 from batchboard.metrics.budget import within_budget
+
+logger = logging.getLogger("batchboard.metrics")
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -131,7 +134,6 @@ def exposition(accept: str | None) -> tuple[bytes, str]:
     return encoder(registry), content_type
 
 
-@csrf_exempt
 @require_safe
 @never_cache
 def metrics(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -139,5 +141,12 @@ def metrics(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
     refused = refusal(request)
     if refused is not None:
         return refused
-    body, content_type = exposition(request.headers.get("Accept"))
+    try:
+        body, content_type = exposition(request.headers.get("Accept"))
+    except DatabaseError as error:
+        # The class name only: a database error's message may quote values.
+        logger.error("batchboard: /metrics could not read: %s", type(error).__name__)
+        response = _plain(503, "The metadata database did not answer.\n")
+        response["Retry-After"] = "30"
+        return response
     return HttpResponse(body, content_type=content_type)

@@ -63,3 +63,24 @@ def test_unprotected_it_answers_only_a_debug_site() -> None:
     assert _get() == 403
     with override_settings(DEBUG=True):
         assert _get() == 200
+
+
+@override_settings(BATCHBOARD=settings_with())
+def test_a_failing_database_is_a_503_naming_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from django.db import OperationalError
+
+    from batchboard.metrics import database
+
+    def fail() -> None:
+        raise OperationalError("password=hunter2 host=db.internal")
+
+    monkeypatch.setattr(database, "read", fail)
+    response = Client().get(
+        reverse("batchboard:metrics"), headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    assert response.status_code == 503
+    assert response["Retry-After"] == "30"
+    assert b"hunter2" not in response.content
+    assert b"db.internal" not in response.content
