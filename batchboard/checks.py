@@ -241,7 +241,7 @@ def _metrics_errors() -> list[CheckMessage]:
             Error(
                 "BATCHBOARD['METRICS_JOBS'] must be a list of job names.",
                 hint='Use ["nightly-import", ...], or [] to label every job __other__.',
-                id="batchboard.E030",
+                id="batchboard.E040",
             )
         )
     elif len(set(jobs)) > MAX_NAME_ALLOWLIST:
@@ -251,7 +251,7 @@ def _metrics_errors() -> list[CheckMessage]:
                 f"oxide-batch's cardinality budget allows {MAX_NAME_ALLOWLIST}.",
                 hint=f"Keep the {MAX_NAME_ALLOWLIST} jobs worth a series of their "
                 "own; the others are counted under __other__.",
-                id="batchboard.E030",
+                id="batchboard.E040",
             )
         )
     token = config.get("METRICS_TOKEN")
@@ -261,7 +261,7 @@ def _metrics_errors() -> list[CheckMessage]:
                 "BATCHBOARD['METRICS_TOKEN'] must be a string.",
                 hint="Set a long random string (BATCHBOARD_METRICS_TOKEN in the "
                 'standalone site), or "" for no token.',
-                id="batchboard.E031",
+                id="batchboard.E041",
             )
         )
     networks = config.get("METRICS_ALLOWED_NETWORKS")
@@ -276,7 +276,7 @@ def _metrics_errors() -> list[CheckMessage]:
                     "BATCHBOARD['METRICS_ALLOWED_NETWORKS'] holds "
                     f"{network!r}, which is not a network.",
                     hint='List networks as "10.0.0.0/8" or addresses as "192.0.2.7".',
-                    id="batchboard.E031",
+                    id="batchboard.E041",
                 )
             )
     seconds = config.get("METRICS_CACHE_SECONDS")
@@ -289,7 +289,7 @@ def _metrics_errors() -> list[CheckMessage]:
             Error(
                 f"BATCHBOARD['METRICS_CACHE_SECONDS'] is {seconds!r}.",
                 hint="Use seconds from 0 to 3600, at most the scrape interval.",
-                id="batchboard.E032",
+                id="batchboard.E042",
             )
         )
     return errors
@@ -299,7 +299,7 @@ def _metrics_errors() -> list[CheckMessage]:
 def check_metrics_protected(
     app_configs: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """Warn a production site whose ``/metrics`` admits nobody (W030)."""
+    """Warn a production site whose ``/metrics`` admits nobody (W040)."""
     config = conf.get_config()
     if (
         settings.DEBUG
@@ -314,7 +314,7 @@ def check_metrics_protected(
             hint="Set BATCHBOARD['METRICS_TOKEN'] or "
             "BATCHBOARD['METRICS_ALLOWED_NETWORKS'] (BATCHBOARD_METRICS_TOKEN or "
             "BATCHBOARD_METRICS_ALLOWED_NETWORKS in the standalone site).",
-            id="batchboard.W030",
+            id="batchboard.W040",
         )
     ]
 

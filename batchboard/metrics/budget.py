@@ -2,7 +2,7 @@
 oxide-batch's cardinality budget (spec B.2, B.3), applied to every family.
 
 - A job name is a label value only when ``BATCHBOARD["METRICS_JOBS"]``
-  lists it (at most :data:`MAX_NAME_ALLOWLIST` names, check E030); any
+  lists it (at most :data:`MAX_NAME_ALLOWLIST` names, check E040); any
   other name, and every name when the list is empty, is :data:`OTHER`.
 - A family exposes at most :data:`SERIES_BUDGET` label sets, the reserved
   one included. The label sets past the first 199 are folded into the

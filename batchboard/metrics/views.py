@@ -5,7 +5,7 @@ A scraper is admitted by ``BATCHBOARD["METRICS_TOKEN"]`` (the request
 carries ``Authorization: Bearer <token>``) and by
 ``METRICS_ALLOWED_NETWORKS`` (the client's address, ``REMOTE_ADDR``, lies
 in one of them): each one that is set must admit it. With neither set, only
-a DEBUG site answers (check W030 warns a production site). A refusal is a
+a DEBUG site answers (check W040 warns a production site). A refusal is a
 short plain-text 401 or 403 that names no setting and echoes nothing.
 
 The answer is the Prometheus text format, or OpenMetrics when the scraper
@@ -40,7 +40,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def allowed_networks() -> list[Network]:
-    """Return ``METRICS_ALLOWED_NETWORKS`` parsed; invalid entries (E031) are left out."""
+    """Return ``METRICS_ALLOWED_NETWORKS`` parsed; invalid entries (E041) are left out."""
     configured = conf.get_config().get("METRICS_ALLOWED_NETWORKS") or []
     if isinstance(configured, str):
         configured = [configured]
@@ -54,7 +54,7 @@ def allowed_networks() -> list[Network]:
 
 
 def token() -> str:
-    """Return ``METRICS_TOKEN`` ("" when unset or not a string, E031)."""
+    """Return ``METRICS_TOKEN`` ("" when unset or not a string, E041)."""
     value = conf.get_config().get("METRICS_TOKEN") or ""
     return value if isinstance(value, str) else ""
 
