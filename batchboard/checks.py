@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -12,6 +13,7 @@ from django.db.migrations.recorder import MigrationRecorder
 
 from batchboard import conf, schema
 from batchboard.explorer import cause
+from batchboard.metrics.budget import MAX_NAME_ALLOWLIST
 from batchboard.vocabulary import (
     MAX_PAGE_SIZE,
     MAX_STATEMENT_TIMEOUT_MS,
@@ -93,6 +95,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors.extend(_action_database_errors())
     errors.extend(_read_database_errors())
     errors.extend(_cause_link_errors())
+    errors.extend(_metrics_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -277,6 +280,98 @@ def _cause_link_errors() -> list[CheckMessage]:
                 )
             )
     return errors
+
+
+def _metrics_errors() -> list[CheckMessage]:
+    """Validate the ``METRICS_*`` keys of ``/metrics`` (batchboard.metrics)."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    jobs = config.get("METRICS_JOBS")
+    if (
+        isinstance(jobs, str)
+        or not isinstance(jobs, (list, tuple))
+        or not all(isinstance(name, str) and name for name in jobs)
+    ):
+        errors.append(
+            Error(
+                "BATCHBOARD['METRICS_JOBS'] must be a list of job names.",
+                hint='Use ["nightly-import", ...], or [] to label every job __other__.',
+                id="batchboard.E040",
+            )
+        )
+    elif len(set(jobs)) > MAX_NAME_ALLOWLIST:
+        errors.append(
+            Error(
+                f"BATCHBOARD['METRICS_JOBS'] names {len(set(jobs))} jobs; "
+                f"oxide-batch's cardinality budget allows {MAX_NAME_ALLOWLIST}.",
+                hint=f"Keep the {MAX_NAME_ALLOWLIST} jobs worth a series of their "
+                "own; the others are counted under __other__.",
+                id="batchboard.E040",
+            )
+        )
+    token = config.get("METRICS_TOKEN")
+    if not isinstance(token, str):
+        errors.append(
+            Error(
+                "BATCHBOARD['METRICS_TOKEN'] must be a string.",
+                hint="Set a long random string (BATCHBOARD_METRICS_TOKEN in the "
+                'standalone site), or "" for no token.',
+                id="batchboard.E041",
+            )
+        )
+    networks = config.get("METRICS_ALLOWED_NETWORKS")
+    if isinstance(networks, str) or not isinstance(networks, (list, tuple)):
+        networks = [networks]
+    for network in networks:
+        try:
+            ipaddress.ip_network(str(network), strict=False)
+        except ValueError:
+            errors.append(
+                Error(
+                    "BATCHBOARD['METRICS_ALLOWED_NETWORKS'] holds "
+                    f"{network!r}, which is not a network.",
+                    hint='List networks as "10.0.0.0/8" or addresses as "192.0.2.7".',
+                    id="batchboard.E041",
+                )
+            )
+    seconds = config.get("METRICS_CACHE_SECONDS")
+    if (
+        not isinstance(seconds, (int, float))
+        or isinstance(seconds, bool)
+        or not 0 <= seconds <= 3600
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['METRICS_CACHE_SECONDS'] is {seconds!r}.",
+                hint="Use seconds from 0 to 3600, at most the scrape interval.",
+                id="batchboard.E042",
+            )
+        )
+    return errors
+
+
+@register(Tags.security, deploy=True)
+def check_metrics_protected(
+    app_configs: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Warn a production site whose ``/metrics`` admits nobody (W040)."""
+    config = conf.get_config()
+    if (
+        settings.DEBUG
+        or config.get("METRICS_TOKEN")
+        or config.get("METRICS_ALLOWED_NETWORKS")
+    ):
+        return []
+    return [
+        Warning(
+            "/metrics has neither a bearer token nor a network allowlist, so it "
+            "refuses every scrape.",
+            hint="Set BATCHBOARD['METRICS_TOKEN'] or "
+            "BATCHBOARD['METRICS_ALLOWED_NETWORKS'] (BATCHBOARD_METRICS_TOKEN or "
+            "BATCHBOARD_METRICS_ALLOWED_NETWORKS in the standalone site).",
+            id="batchboard.W040",
+        )
+    ]
 
 
 def _schema_version(alias: str) -> tuple[str, int | None]:

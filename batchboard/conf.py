@@ -68,6 +68,19 @@ DEFAULTS: dict[str, Any] = {
     # [("Traces", "https://traces.example.org/?job={job}&from={started_at}")],
     # with the fields of FAILURE_LINK (check E031).
     "EXECUTION_LINKS": [],
+    # /metrics (batchboard.metrics): the job names that may appear as a
+    # ``job`` label, at most 50 (check E040); every other name is counted
+    # under "__other__". Empty: every job is "__other__".
+    "METRICS_JOBS": [],
+    # /metrics answers a request carrying "Authorization: Bearer <token>"
+    # when a token is set, and a client whose address lies in one of these
+    # networks ("10.0.0.0/8", "::1/128") when networks are set; both when
+    # both are. With neither, it answers only a DEBUG site (check W040).
+    "METRICS_TOKEN": "",
+    "METRICS_ALLOWED_NETWORKS": [],
+    # Seconds a scrape's database values are reused by the next scrapes of
+    # the same process (one scrape interval); 0 reads on every scrape.
+    "METRICS_CACHE_SECONDS": 10,
 }
 
 

@@ -7,8 +7,11 @@ namespace, so every name reverses as ``batchboard:<name>``.
 
 from __future__ import annotations
 
+from django.urls import path
+
 from batchboard.console import urls as console_urls
 from batchboard.explorer import urls as explorer_urls
+from batchboard.metrics.views import metrics
 
 app_name = "batchboard"
 
@@ -16,4 +19,6 @@ urlpatterns = [
     *explorer_urls.urlpatterns,
     # Operator actions live beside the pages they act on (same namespace).
     *console_urls.urlpatterns,
+    # Prometheus scrapes; an embedding site serves it under its own prefix.
+    path("metrics", metrics, name="metrics"),
 ]

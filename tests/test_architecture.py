@@ -47,6 +47,16 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "batchboard.site",
         "batchboard.web",
     ),
+    # /metrics reads the schema itself; it serves no page and takes none.
+    "batchboard.metrics": (
+        "batchboard.explorer",
+        "batchboard.console",
+        "batchboard.admin",
+        "batchboard.actions",
+        "batchboard.demo",
+        "batchboard.site",
+        "batchboard.web",
+    ),
     "batchboard.repository": (
         "batchboard.actions",
         "batchboard.explorer",

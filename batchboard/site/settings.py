@@ -99,6 +99,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files are answered here, before sessions and the rest.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Counts every response below it by view name and status (/metrics).
+    "batchboard.metrics.requests.RequestMetricsMiddleware",
     "batchboard.site.middleware.RequestLogMiddleware",
     "batchboard.site.middleware.SecurityHeadersMiddleware",
     *(
@@ -176,6 +178,20 @@ BATCHBOARD = {
     "DEMO": DEMO,
     "READ_DATABASES": list(_read_databases),
     "ACTION_DATABASES": _action_roles,
+    # /metrics: who may scrape it, and the jobs it names (comma separated).
+    "METRICS_TOKEN": os.environ.get("BATCHBOARD_METRICS_TOKEN", ""),
+    "METRICS_ALLOWED_NETWORKS": [
+        network.strip()
+        for network in os.environ.get("BATCHBOARD_METRICS_ALLOWED_NETWORKS", "").split(
+            ","
+        )
+        if network.strip()
+    ],
+    "METRICS_JOBS": [
+        name.strip()
+        for name in os.environ.get("BATCHBOARD_METRICS_JOBS", "").split(",")
+        if name.strip()
+    ],
 }
 # Where a failure's cause is looked up: a URL template, and (label, URL
 # template) pairs as a JSON list; checks E030 and E031 validate both.

@@ -197,6 +197,7 @@ def test_check_deploy_is_clean_with_the_production_environment(
         "DJANGO_DEBUG": "0",
         "SECRET_KEY": "k2Vh0JpZ8wq3N7xYcR5tL1mB9sD4fG6hJ0kQ2wE8rT3yU7iO5pA1sD9fG4hJ6kL",
         "ALLOWED_HOSTS": "batch.example.org",
+        "BATCHBOARD_METRICS_ALLOWED_NETWORKS": "10.0.0.0/8",
         "DATABASE_URL": f"sqlite:///{tmp_path}/d.sqlite3",
     }
     result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)
