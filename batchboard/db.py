@@ -334,6 +334,17 @@ def _defined(name: str) -> bool:
 
 
 @contextmanager
+def _binding(*pairs: tuple[ContextVar[Any], Any]) -> Iterator[None]:
+    """Set each context variable to its value for the body, then restore it."""
+    tokens = [(variable, variable.set(value)) for variable, value in pairs]
+    try:
+        yield
+    finally:
+        for variable, token in reversed(tokens):
+            variable.reset(token)
+
+
+@contextmanager
 def writing(role: str) -> Iterator[None]:
     """
     Run the body against ``BATCHBOARD["ACTION_DATABASES"][role]``, if set.
@@ -353,13 +364,8 @@ def writing(role: str) -> Iterator[None]:
             f"BATCHBOARD['ACTION_DATABASES'] names the database alias "
             f"{chosen!r} for {role}, which DATABASES does not define."
         )
-    token = _writing.set(chosen)
-    acting = _acting.set(True)
-    try:
+    with _binding((_writing, chosen), (_acting, True)):
         yield
-    finally:
-        _acting.reset(acting)
-        _writing.reset(token)
 
 
 # -- the clock -----------------------------------------------------------------
@@ -428,13 +434,8 @@ def back_dated(clock: Callable[[], datetime], *, using: str) -> Iterator[None]:
     guards, digests, replays. Recovery proposals stay bounded by the
     database server's clock (see :func:`batchboard.actions.recovery.propose`).
     """
-    clock_token = _back_dated_clock.set(clock)
-    alias_token = _back_dated_alias.set(using)
-    try:
+    with _binding((_back_dated_clock, clock), (_back_dated_alias, using)):
         yield
-    finally:
-        _back_dated_alias.reset(alias_token)
-        _back_dated_clock.reset(clock_token)
 
 
 def back_dated_now() -> datetime | None:

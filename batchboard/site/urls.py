@@ -18,12 +18,13 @@ error page looks the same.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
-from django.utils.translation import gettext as _
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 
 from batchboard.admin.shortcut import view_on_site
@@ -36,38 +37,50 @@ admin.site.site_title = gettext_lazy("batchboard admin")
 admin.site.index_title = gettext_lazy("Batch metadata")
 
 
-def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    """Django's 400 (a malformed request), on batchboard's error page."""
-    return error_page(
-        request, 400, _("Bad request"), _("The request could not be understood.")
-    )
-
-
-def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    """Django's 403 (for example a form sent without its CSRF token)."""
-    return error_page(
-        request,
-        403,
-        _("Not allowed"),
-        _("You may not open this page, or the form expired: reload and try again."),
+#: Django's own refusals, each on batchboard's error page: the title, the
+#: sentence and where to go from there.
+_REFUSALS: dict[int, tuple[Promise, Promise, str | None]] = {
+    # A malformed request.
+    400: (
+        gettext_lazy("Bad request"),
+        gettext_lazy("The request could not be understood."),
+        None,
+    ),
+    # For example a form sent without its CSRF token.
+    403: (
+        gettext_lazy("Not allowed"),
+        gettext_lazy(
+            "You may not open this page, or the form expired: reload and try again."
+        ),
         "/",
-    )
+    ),
+    # An address nothing answers.
+    404: (
+        gettext_lazy("Page not found"),
+        gettext_lazy("Nothing answers at this address."),
+        "/",
+    ),
+}
+
+
+def _refusal(status: int) -> Callable[..., HttpResponse]:
+    title, message, link = _REFUSALS[status]
+
+    def handler(request: HttpRequest, exception: Any = None) -> HttpResponse:
+        return error_page(request, status, str(title), str(message), link)
+
+    handler.__doc__ = f"Django's {status}, on batchboard's error page."
+    return handler
+
+
+bad_request = _refusal(400)
+permission_denied = _refusal(403)
+page_not_found = _refusal(404)
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """The CSRF check's refusal (``CSRF_FAILURE_VIEW``): the same 403 page."""
     return permission_denied(request)
-
-
-def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    """Django's 404 (an address nothing answers), on batchboard's error page."""
-    return error_page(
-        request,
-        404,
-        _("Page not found"),
-        _("Nothing answers at this address."),
-        "/",
-    )
 
 
 handler400 = bad_request
