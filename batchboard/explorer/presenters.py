@@ -300,6 +300,12 @@ class Clock:
             return NOTHING
         return self.span(((end or self.now) - start).total_seconds())
 
+    def day(self, moment: datetime | None) -> SafeString:
+        """Return the UTC day of ``moment``, ISO (``2026-03-01``); a dash for none."""
+        if moment is None:
+            return NOTHING
+        return SafeString(moment.astimezone(UTC).date().isoformat())
+
     def moment(self, moment: datetime | None) -> Moment | None:
         """Return a time in UTC with its age, or ``None`` for no time."""
         if moment is None:
