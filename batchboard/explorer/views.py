@@ -190,7 +190,8 @@ def _attention(present: Presenter) -> dict[str, Any]:
     failures = present.failures(queries.recent_failures(ATTENTION_FAILURES))
     latest = relations.latest_attempts(failures)
     present.restarts(failures, latest)
-    broken, resolved = [], []
+    broken: list[Row] = []
+    resolved: list[Row] = []
     for row in failures:
         after = latest.get(int(row["id"]))
         (resolved if after and after["status"] == "COMPLETED" else broken).append(row)
