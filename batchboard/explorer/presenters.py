@@ -51,6 +51,9 @@ from batchboard.vocabulary import (
 
 Row = dict[str, Any]
 
+#: The exit code an execution is created with (spec 7.3); a run that ends
+#: without recording its own (recovered, abandoned) keeps it.
+_PLACEHOLDER_EXIT_CODE: Final = "UNKNOWN"
 #: Identifying parameters a job's instance list shows per row.
 SHOWN_PARAMETERS: Final = 8
 #: Characters of a parameter value an instance row shows (with the ellipsis).
@@ -180,6 +183,7 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "failed": _("failed"),
     "stopped": _("stopped or abandoned"),
     "running": _("running"),
+    "no_exit_code": _("no exit code recorded"),
     "waiting": _("waiting"),
     "created": _("Created"),
     "started": _("Started"),
@@ -373,11 +377,17 @@ class Presenter:
         An unresolved run has no exit code yet (the column holds a
         placeholder such as ``UNKNOWN``, which reads as the status): it shows
         "running" while its owner may still move it, else a dash. A finished
-        run shows its code (a dash for none). The one rule for every list,
-        summary and row; the templates only choose the markup.
+        run shows its code (a dash for none), but a finished execution that
+        still holds the creation placeholder ``UNKNOWN`` (a recovery leaves
+        the exit code as it was, spec 2.1) says no exit code was recorded,
+        so it does not read as the status UNKNOWN. The one rule for every
+        list, summary and row; the templates only choose the markup.
         """
         if row["status"] in UNRESOLVED:
             row["exit_text"] = self.texts["running"] if running else NOTHING
+            row["exit_pending"] = True
+        elif row["exit_code"] == _PLACEHOLDER_EXIT_CODE:
+            row["exit_text"] = self.texts["no_exit_code"]
             row["exit_pending"] = True
         else:
             row["exit_text"] = row["exit_code"] or NOTHING
