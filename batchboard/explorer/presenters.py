@@ -54,6 +54,24 @@ Row = dict[str, Any]
 #: The exit code an execution is created with (spec 7.3); a run that ends
 #: without recording its own (recovered, abandoned) keeps it.
 _PLACEHOLDER_EXIT_CODE: Final = "UNKNOWN"
+
+
+def unreported_end(row: Row) -> bool:
+    """
+    Return whether a finished execution's end was not reported by the run.
+
+    A run that ends itself records its exit code; a recovery (mark failed or
+    abandon) sets the status and ``ended_at`` to the moment of the decision
+    and leaves the exit code as created (spec 5.5). Its ``ended_at`` is
+    then when it was declared over, maybe days after it was last seen, so
+    its duration is unknown.
+    """
+    return (
+        row["status"] not in UNRESOLVED
+        and row.get("exit_code") == _PLACEHOLDER_EXIT_CODE
+    )
+
+
 #: Identifying parameters a job's instance list shows per row.
 SHOWN_PARAMETERS: Final = 8
 #: Characters of a parameter value an instance row shows (with the ellipsis).
@@ -184,6 +202,11 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "stopped": _("stopped or abandoned"),
     "running": _("running"),
     "no_exit_code": _("no exit code recorded"),
+    "unknown_duration": _("unknown"),
+    "ended_unreported": _(
+        "started %(start)s; its end was recorded at %(end)s by a recovery, not by the run"
+    ),
+    "last_seen": _("started %(start)s; last update %(end)s, then left %(status)s"),
     "waiting": _("waiting"),
     "created": _("Created"),
     "started": _("Started"),
@@ -367,7 +390,30 @@ class Presenter:
             for column in _RUN_TIMES
         ]
         row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+        if unreported_end(row):
+            self.unknown_duration(row, row["ended_at"], "ended_unreported")
         self.exit(row, running=row["status"] in ACTIVE)
+        return row
+
+    def unknown_duration(self, row: Row, end: datetime | None, text: str) -> Row:
+        """
+        Say a run's duration is unknown, and the times it is known between.
+
+        ``row["duration"]`` becomes "unknown" and ``row["duration_bounds"]``
+        names its start and ``end`` (where the record stops telling).
+        """
+        start = self.clock.moment(row["started_at"] or row.get("created_at"))
+        until = self.clock.moment(end)
+        row["duration"] = self.texts["unknown_duration"]
+        row["unreported"] = True
+        row["duration_bounds"] = SafeString(
+            self.texts[text]
+            % {
+                "start": start["text"] if start else NOTHING,
+                "end": until["text"] if until else NOTHING,
+                "status": escape(row["status"]),
+            }
+        )
         return row
 
     def exit(self, row: Row, *, running: bool) -> Row:
@@ -448,12 +494,13 @@ class Presenter:
         Add what the step page's summary shows.
 
         A step left unresolved by a finished execution is not running: not
-        live, and its span ends at its last update.
+        live, and its duration is unknown; it is known between its start
+        and its last update.
         """
         self.run(row)
         if row["live"] and row.get("execution_status", "STARTED") not in UNRESOLVED:
             row["live"] = False
-            row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
+            self.unknown_duration(row, row["updated_at"], "last_seen")
         self.exit(row, running=row["live"] and row["status"] in ACTIVE)
         row["live_url"] = self.links.link("batchboard:step_live", row["id"])
         row["counters"] = [
@@ -522,6 +569,7 @@ class Presenter:
         recover_head, recover_tail = self.links.pattern("batchboard:recovery_proposal")
         if triage:
             row_tail = SafeString(row_tail + escape("?triage=1"))
+        unknown = self.texts["unknown_duration"]
         for row in rows:
             pk, status = row["id"], row["status"]
             row["url"] = SafeString(f"{page_head}{pk}{page_tail}")
@@ -535,7 +583,11 @@ class Presenter:
             row["tone"] = look(status).tone
             self.exit(row, running=row["active"])
             row["created"] = clock.moment(row["created_at"])
-            row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+            row["duration"] = (
+                unknown
+                if unreported_end(row)
+                else clock.duration(row["started_at"], row["ended_at"])
+            )
             row["updated_age"] = clock.age(row["updated_at"])
             if triage:
                 row["stop_url"] = SafeString(f"{stop_head}{pk}{stop_tail}")
@@ -555,7 +607,8 @@ class Presenter:
 
         A step still unresolved in a finished ``execution`` (say UNKNOWN
         after its execution was recovered as FAILED) is not running: it is
-        not live and its span ends with the execution's.
+        not live, its duration is unknown, and its span ends at its last
+        update, the last time it was seen.
         """
         clock, progress = self.clock, self.texts["progress"]
         page_head, page_tail = self.links.pattern("batchboard:step")
@@ -573,6 +626,9 @@ class Presenter:
             row["started"] = clock.moment(row["started_at"])
             row["until"] = row["ended_at"] or ended
             row["duration"] = clock.duration(row["started_at"], row["until"])
+            if status in UNRESOLVED and ended is not None:
+                row["until"] = row.get("updated_at") or ended
+                self.unknown_duration(row, row["until"], "last_seen")
             row["label"] = row["step_name"]
             row["counts"] = {name: row[name] for name in _ROW_COUNTERS}
             total = row["partitions_total"]
@@ -856,6 +912,10 @@ class Presenter:
         now = self.now
         start = execution["started_at"] or execution["created_at"]
         end = execution["ended_at"] or now
+        if unreported_end(execution):
+            # Declared over long after it was last seen: the span is its
+            # steps' own, not the wait for the recovery.
+            end = start
         every = [
             row
             for top in steps
@@ -875,7 +935,11 @@ class Presenter:
                 step=row,
                 left=round(max(0.0, min(left, 100.0)), 2),
                 width=round(max(0.4, min(width, 100.0 - left)), 2),
-                duration=self.clock.duration(row["started_at"], finish),
+                duration=(
+                    self.texts["unknown_duration"]
+                    if row.get("unreported")
+                    else self.clock.duration(row["started_at"], finish)
+                ),
             )
 
         bars = []

@@ -30,7 +30,7 @@ from batchboard import db
 from batchboard.explorer import overview
 from batchboard.explorer.links import url_pattern
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, look
+from batchboard.explorer.presenters import Clock, look, texts, unreported_end
 from batchboard.explorer.stamps import Stamp, slot, stamp
 from batchboard.models import StepExecution
 from batchboard.vocabulary import (
@@ -60,6 +60,8 @@ _RUN_COLUMNS = (
     "job_instance_id",
     "started_at",
     "ended_at",
+    # Whether the run reported its own end (presenters.unreported_end).
+    "exit_code",
 )
 
 
@@ -126,6 +128,8 @@ class Trend:
     scale: SafeString | None = None
     #: Runs without a duration yet (never started).
     unstarted: int = 0
+    #: Runs whose end a recovery declared: their duration is unknown.
+    unknown: int = 0
     #: Runs longer than the scale, drawn clipped.
     clipped: int = 0
     #: The time axis: dates of evenly spread runs, oldest first.
@@ -135,7 +139,7 @@ class Trend:
 
 
 def _seconds(run: Row, now: datetime) -> float | None:
-    if run["started_at"] is None:
+    if run["started_at"] is None or unreported_end(run):
         return None
     started: datetime = run["started_at"]
     ended: datetime = run["ended_at"] or now
@@ -165,6 +169,8 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     measured = [value for value in durations if value is not None]
     if not ordered:
         return Trend([])
+    unknown_text = texts()["unknown_duration"]
+    unknown = sum(unreported_end(run) for run in ordered)
     # Scaled to the longest finished run, so one long-running execution
     # does not flatten the rest; a bar over the scale is clipped at the top.
     finished = [
@@ -193,7 +199,11 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
                 tone=str(look(run["status"]).tone),
                 url=SafeString(f"{head}{int(run['id'])}{tail}"),
                 run=run,
-                duration=clock.duration(run["started_at"], run["ended_at"]),
+                duration=(
+                    unknown_text
+                    if unreported_end(run)
+                    else clock.duration(run["started_at"], run["ended_at"])
+                ),
                 clipped=seconds is not None and seconds > top,
             )
         )
@@ -201,7 +211,13 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     markup = _bars_markup(bars, head, tail, scale)
     ticks = _ticks(ordered, clock)
     if median is None or p95 is None:
-        return Trend(bars, unstarted=len(ordered), markup=markup, ticks=ticks)
+        return Trend(
+            bars,
+            unstarted=len(ordered) - unknown,
+            unknown=unknown,
+            markup=markup,
+            ticks=ticks,
+        )
     return Trend(
         bars,
         median=clock.span(median),
@@ -209,7 +225,8 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
         median_y=round(max(HEIGHT - HEIGHT * median / top, 0.0), 2),
         p95_y=round(max(HEIGHT - HEIGHT * p95 / top, 0.0), 2),
         scale=scale,
-        unstarted=len(ordered) - len(measured),
+        unstarted=len(ordered) - len(measured) - unknown,
+        unknown=unknown,
         clipped=sum(bar.clipped for bar in bars),
         markup=markup,
         ticks=ticks,
