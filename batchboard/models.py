@@ -83,9 +83,19 @@ def coded(values: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(value, value.replace("_", " ").title()) for value in values]
 
 
-STATUS_CHOICES: Final = labelled(STATUSES)
-FAILURE_CATEGORY_CHOICES: Final = coded(FAILURE_CATEGORIES)
-OUTCOME_CHOICES: Final = labelled(OUTCOME_CLASSES)
+def as_printed(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """
+    Return the choices for a set of values shown as oxide-batch prints them.
+
+    Statuses, failure categories and outcomes read the same in the admin
+    as on the dashboard and in the CLI: ``STARTED``, not "Started".
+    """
+    return [(value, value) for value in values]
+
+
+STATUS_CHOICES: Final = as_printed(STATUSES)
+FAILURE_CATEGORY_CHOICES: Final = as_printed(FAILURE_CATEGORIES)
+OUTCOME_CHOICES: Final = as_printed(OUTCOME_CLASSES)
 
 UNRESOLVED_Q = Q(status__in=UNRESOLVED)
 
@@ -355,9 +365,9 @@ class RecoveryDecision(Identified):
         JobExecution, models.PROTECT, related_name="recovery_decisions"
     )
     execution_version = models.BigIntegerField()
-    prior_status = models.CharField(max_length=16, choices=labelled(UNRESOLVED))
+    prior_status = models.CharField(max_length=16, choices=as_printed(UNRESOLVED))
     resulting_status = models.CharField(
-        max_length=16, choices=labelled(schema.RECOVERY_RESULTS)
+        max_length=16, choices=as_printed(schema.RECOVERY_RESULTS)
     )
     reason_code = models.CharField(max_length=64)
     operator_reference = models.CharField(max_length=128)

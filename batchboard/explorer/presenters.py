@@ -56,6 +56,29 @@ Row = dict[str, Any]
 _PLACEHOLDER_EXIT_CODE: Final = "UNKNOWN"
 
 
+def exit_text(
+    status: str, exit_code: str | None, *, running: bool
+) -> tuple[SafeString, bool]:
+    """
+    Return the exit code a run shows, and whether it is pending (no code).
+
+    An unresolved run has no exit code yet (the column holds a placeholder
+    such as ``UNKNOWN``, which reads as the status): it shows "running"
+    while its owner may still move it, else a dash. A finished run shows
+    its code (a dash for none), but a finished execution that still holds
+    the creation placeholder (a recovery leaves the exit code as it was,
+    spec 5.5) says no exit code was recorded, so it does not read as the
+    status UNKNOWN. The one rule for every list, summary, row and the
+    admin; the templates only choose the markup.
+    """
+    words = texts()
+    if status in UNRESOLVED:
+        return (words["running"] if running else NOTHING), True
+    if exit_code == _PLACEHOLDER_EXIT_CODE:
+        return words["no_exit_code"], True
+    return (SafeString(escape(exit_code)) if exit_code else NOTHING), False
+
+
 def unreported_end(row: Row) -> bool:
     """
     Return whether a finished execution's end was not reported by the run.
@@ -417,27 +440,10 @@ class Presenter:
         return row
 
     def exit(self, row: Row, *, running: bool) -> Row:
-        """
-        Add the exit code a run's cell shows: ``exit_text``, ``exit_pending``.
-
-        An unresolved run has no exit code yet (the column holds a
-        placeholder such as ``UNKNOWN``, which reads as the status): it shows
-        "running" while its owner may still move it, else a dash. A finished
-        run shows its code (a dash for none), but a finished execution that
-        still holds the creation placeholder ``UNKNOWN`` (a recovery leaves
-        the exit code as it was, spec 2.1) says no exit code was recorded,
-        so it does not read as the status UNKNOWN. The one rule for every
-        list, summary and row; the templates only choose the markup.
-        """
-        if row["status"] in UNRESOLVED:
-            row["exit_text"] = self.texts["running"] if running else NOTHING
-            row["exit_pending"] = True
-        elif row["exit_code"] == _PLACEHOLDER_EXIT_CODE:
-            row["exit_text"] = self.texts["no_exit_code"]
-            row["exit_pending"] = True
-        else:
-            row["exit_text"] = row["exit_code"] or NOTHING
-            row["exit_pending"] = False
+        """Add the exit code a run's cell shows (:func:`exit_text`)."""
+        row["exit_text"], row["exit_pending"] = exit_text(
+            row["status"], row.get("exit_code"), running=running
+        )
         return row
 
     def execution(self, row: Row, *, stale: bool = False) -> Row:
