@@ -35,6 +35,7 @@ from django.utils.text import get_text_list
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from batchboard import spans
 from batchboard.actions import eligibility
 from batchboard.explorer.links import Links
 from batchboard.explorer.relations import SEGMENTS, Rollup
@@ -190,17 +191,9 @@ def look(status: str | None) -> Look:
 #: What a cell shows for a time or span that has not happened.
 NOTHING: Final = SafeString("—")
 
-# Units of spans and ages, and the text every row of a list shows: a
-# translate tag per row would cost more than the rest of the row.
+# Ages, and the text every row of a list shows: a translate tag per row
+# would cost more than the rest of the row (spans' units: batchboard.spans).
 _TEXTS: Final[Mapping[str, Promise]] = {
-    "ms": _("%(ms)d ms"),
-    "tenths": _("%(s).1f s"),
-    "s": _("%(s)d s"),
-    "min_s": _("%(min)d min %(s)02d s"),
-    "min": _("%(min)d min"),
-    "h_min": _("%(h)d h %(min)02d min"),
-    "h": _("%(h)d h"),
-    "d_h": _("%(d)d d %(h)d h"),
     "ago": _("%(span)s ago"),
     "ahead": _("in %(span)s"),
     "chip": _("#%(id)s %(status)s (attempt %(attempt)s)"),
@@ -308,32 +301,8 @@ class Clock:
         self._formats = texts()
 
     def span(self, seconds: float, whole: bool = False) -> SafeString:
-        """
-        Return a span in human units, e.g. ``"4 min 03 s"``.
-
-        ``whole`` leaves out a zero lower unit (``"15 min"``), for bounds a
-        person chose rather than spans measured.
-        """
-        formats = self._formats
-        seconds = max(seconds, 0.0)
-        if seconds < 1:
-            return SafeString(formats["ms"] % {"ms": int(seconds * 1000)})
-        if seconds < 60:
-            if seconds < 10 and not whole:
-                return SafeString(formats["tenths"] % {"s": seconds})
-            return SafeString(formats["s"] % {"s": int(seconds)})
-        minutes, secs = divmod(int(seconds), 60)
-        if minutes < 60:
-            if whole and not secs:
-                return SafeString(formats["min"] % {"min": minutes})
-            return SafeString(formats["min_s"] % {"min": minutes, "s": secs})
-        hours, minutes = divmod(minutes, 60)
-        if hours < 48:
-            if whole and not minutes:
-                return SafeString(formats["h"] % {"h": hours})
-            return SafeString(formats["h_min"] % {"h": hours, "min": minutes})
-        days, hours = divmod(hours, 24)
-        return SafeString(formats["d_h"] % {"d": days, "h": hours})
+        """Return a span in human units (:func:`batchboard.spans.span`)."""
+        return spans.span(seconds, whole)
 
     def age(self, moment: datetime | None) -> SafeString:
         """Return how long ago ``moment`` was, e.g. ``"4 min 03 s ago"``."""
