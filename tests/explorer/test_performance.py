@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard.explorer import overview, queries
+from batchboard.explorer import overview, queries, relations
 from tests import factories
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -213,3 +213,27 @@ def test_running_counts_read_the_unresolved_executions_and_no_instance(
     assert "ob_job_execution_one_unresolved" in plan, plan
     assert "Seq Scan on ob_job_execution" not in plan, plan
     assert "ob_job_instance" not in plan, plan
+
+
+@pytest.mark.postgresql
+def test_a_failure_s_latest_attempt_is_an_index_lookup(db: None) -> None:
+    """The attention panel asks each failure shown for its instance's last attempt."""
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    definition = factories.definition("busy-job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_execution (job_instance_id, definition_id, attempt, "
+            "status, exit_code, parameters, context_format, context_schema, "
+            "context_schema_version, context_payload, failure_category, failure_id, "
+            "created_at, started_at, ended_at, updated_at, version) SELECT id, %s, "
+            "1, 'FAILED', 'FAILED', '{}'::jsonb, 1, 'x', 1, '{}'::jsonb, "
+            "'USER_COMPONENT', id, now(), now(), now(), now(), 0 "
+            "FROM ob_job_instance",
+            [definition.pk],
+        )
+        cursor.execute("ANALYZE ob_job_execution")
+    failures = queries.recent_failures(50)
+    assert len(failures) == 50
+    plan = _plan_of(lambda: relations.latest_attempts(failures))
+    assert "Seq Scan on ob_job_execution" not in plan, plan
+    assert "ob_job_execution_instance_latest" in plan, plan
