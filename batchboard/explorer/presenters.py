@@ -544,7 +544,6 @@ class Presenter:
         recover_head, recover_tail = self.links.pattern("batchboard:recovery_proposal")
         if triage:
             row_tail = SafeString(row_tail + escape("?triage=1"))
-        unknown = self.texts["unknown_duration"]
         for row in rows:
             pk, status = row["id"], row["status"]
             row["url"] = SafeString(f"{page_head}{pk}{page_tail}")
@@ -558,11 +557,10 @@ class Presenter:
             row["tone"] = look(status).tone
             self.exit(row, running=row["active"])
             row["created"] = clock.moment(row["created_at"])
-            row["duration"] = (
-                unknown
-                if unreported_end(row)
-                else clock.duration(row["started_at"], row["ended_at"])
-            )
+            if unreported_end(row):
+                self.unknown_duration(row, row["ended_at"], "ended_unreported")
+            else:
+                row["duration"] = clock.duration(row["started_at"], row["ended_at"])
             row["updated_age"] = clock.age(row["updated_at"])
             if triage:
                 row["stop_url"] = SafeString(f"{stop_head}{pk}{stop_tail}")

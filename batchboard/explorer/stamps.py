@@ -250,6 +250,7 @@ _ROW_SLOTS: Final = (
     "created.text",
     "created.ago",
     "duration",
+    "duration_bounds",
     "updated_age",
     "failure_category",
     "failure_id",
@@ -273,6 +274,7 @@ def _row_shape(row: Row) -> tuple[Any, ...]:
         bool(row.get("owner_recorded")),
         bool(row.get("failure_category")),
         bool(row.get("exit_pending")),
+        bool(row.get("duration_bounds")),
         restart["tone"] if restart else None,
         bool(row.get("stop_requested_at")),
         row.get("created") is not None,
@@ -294,6 +296,9 @@ def _row_stand_in(row: Row) -> Row:
             stands["failure_category"] if row.get("failure_category") else None
         ),
         "exit_pending": row.get("exit_pending"),
+        "duration_bounds": (
+            stands["duration_bounds"] if row.get("duration_bounds") else None
+        ),
         "restart": (
             {
                 "url": stands["restart.url"],

@@ -632,7 +632,10 @@ def test_a_recovered_execution_s_duration_is_unknown_with_its_bounds(
     assert bar.width == 100.0 and bar.duration == "unknown"
     listed = _get(reader, reverse("batchboard:executions") + "?status=FAILED")
     cell = listed[listed.index(f'id="bb-execution-{execution.pk}"') :]
-    assert '<td class="bb-num">unknown</td>' in cell[: cell.index("</tr>")]
+    assert (
+        f'<td class="bb-num" title="started {start}; its end was recorded at '
+        f'{end} by a recovery, not by the run">unknown</td>'
+    ) in cell[: cell.index("</tr>")]
 
 
 def test_a_recovered_execution_has_no_bar_in_the_trend(db: None) -> None:
