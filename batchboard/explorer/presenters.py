@@ -600,6 +600,8 @@ class Presenter:
             row["until"] = row["ended_at"] or ended
             row["duration"] = clock.duration(row["started_at"], row["until"])
             if status in UNRESOLVED and ended is not None:
+                # Not running: drawn muted, to its last update, not on.
+                row["tone"] = "muted"
                 row["until"] = row.get("updated_at") or ended
                 self.unknown_duration(row, row["until"], "last_seen")
             row["label"] = row["step_name"]
