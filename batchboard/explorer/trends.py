@@ -38,6 +38,7 @@ from batchboard.vocabulary import (
     GRID_STEP_ROWS,
     PARTITION_WORKER_PREFIX,
     TREND_RUNS,
+    UNRESOLVED,
 )
 
 #: The trend's drawing area in SVG user units (the SVG scales to its box).
@@ -347,14 +348,19 @@ def grid(runs: Sequence[Row], steps: Sequence[Row], clock: Clock | None = None) 
         position = index[int(step["job_execution_id"])]
         placed = row.cells[position]
         if placed is None or int(placed["id"]) < pk:
+            # A step its finished run left unresolved is not running.
+            left = (
+                step["status"] in UNRESOLVED
+                and columns[position]["status"] not in UNRESOLVED
+            )
             row.cells[position] = {
                 **step,
                 "url": SafeString(f"{step_head}{pk}{step_tail}"),
-                "tone": look(step["status"]).tone,
+                "tone": "muted" if left else look(step["status"]).tone,
             }
     ordered = sorted(rows.values(), key=lambda row: first[row.name])
     gap = stamp("batchboard/partials/grid_gap.html", {}, 0).fill()
-    cells: dict[str, Stamp] = {}
+    cells: dict[tuple[str, str], Stamp] = {}
     cell_url = SafeString(f"{step_head}{slot(0)}{step_tail}")
     for row in ordered:
         name = escape(row.name)
@@ -364,9 +370,9 @@ def grid(runs: Sequence[Row], steps: Sequence[Row], clock: Clock | None = None) 
                 markup.append(gap)
                 continue
             status = cell["status"]
-            drawn = cells.get(status)
+            drawn = cells.get((status, cell["tone"]))
             if drawn is None:
-                drawn = cells[status] = stamp(
+                drawn = cells[(status, cell["tone"])] = stamp(
                     "batchboard/partials/grid_cell.html",
                     {
                         "tone": cell["tone"],
