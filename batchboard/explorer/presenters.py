@@ -80,6 +80,15 @@ def exit_text(
     return (SafeString(escape(exit_code)) if exit_code else NOTHING), False
 
 
+#: The status of a run no owner moves any more (only a recovery does).
+UNKNOWN_STATUS: Final = "UNKNOWN"
+
+
+def duration_unknown(row: Row) -> bool:
+    """Return whether a run's duration is unknown (Presenter.unknown_span)."""
+    return row["status"] == UNKNOWN_STATUS or unreported_end(row)
+
+
 def unreported_end(row: Row) -> bool:
     """
     Return whether a finished execution's end was not reported by the run.
@@ -382,10 +391,25 @@ class Presenter:
             for column in _RUN_TIMES
         ]
         row["duration"] = clock.duration(row["started_at"], row["ended_at"])
-        if unreported_end(row):
-            self.unknown_duration(row, row["ended_at"], "ended_unreported")
+        self.unknown_span(row)
         self.exit(row, running=row["status"] in ACTIVE)
         return row
+
+    def unknown_span(self, row: Row) -> bool:
+        """
+        Say so if a run's duration is not known; return whether it is not.
+
+        A run whose end a recovery declared (:func:`unreported_end`) is
+        known between its start and that declaration; an UNKNOWN run, which
+        no owner moves any more, between its start and its last update.
+        """
+        if unreported_end(row):
+            self.unknown_duration(row, row["ended_at"], "ended_unreported")
+            return True
+        if row["status"] == UNKNOWN_STATUS:
+            self.unknown_duration(row, row["updated_at"], "last_seen")
+            return True
+        return False
 
     def unknown_duration(self, row: Row, end: datetime | None, text: str) -> Row:
         """
@@ -557,9 +581,7 @@ class Presenter:
             row["tone"] = look(status).tone
             self.exit(row, running=row["active"])
             row["created"] = clock.moment(row["created_at"])
-            if unreported_end(row):
-                self.unknown_duration(row, row["ended_at"], "ended_unreported")
-            else:
+            if not self.unknown_span(row):
                 row["duration"] = clock.duration(row["started_at"], row["ended_at"])
             row["updated_age"] = clock.age(row["updated_at"])
             if triage:

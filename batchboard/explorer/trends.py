@@ -30,7 +30,7 @@ from batchboard import db
 from batchboard.explorer import overview
 from batchboard.explorer.links import url_pattern
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, look, texts, unreported_end
+from batchboard.explorer.presenters import Clock, duration_unknown, look, texts
 from batchboard.explorer.stamps import Stamp, slot, stamp
 from batchboard.models import StepExecution
 from batchboard.vocabulary import (
@@ -61,7 +61,7 @@ _RUN_COLUMNS = (
     "job_instance_id",
     "started_at",
     "ended_at",
-    # Whether the run reported its own end (presenters.unreported_end).
+    # Whether the run reported its own end (presenters.duration_unknown).
     "exit_code",
 )
 
@@ -129,7 +129,7 @@ class Trend:
     scale: SafeString | None = None
     #: Runs without a duration yet (never started).
     unstarted: int = 0
-    #: Runs whose end a recovery declared: their duration is unknown.
+    #: Runs whose duration is unknown (UNKNOWN, or their end declared).
     unknown: int = 0
     #: Runs longer than the scale, drawn clipped.
     clipped: int = 0
@@ -140,7 +140,7 @@ class Trend:
 
 
 def _seconds(run: Row, now: datetime) -> float | None:
-    if run["started_at"] is None or unreported_end(run):
+    if run["started_at"] is None or duration_unknown(run):
         return None
     started: datetime = run["started_at"]
     ended: datetime = run["ended_at"] or now
@@ -171,7 +171,7 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     if not ordered:
         return Trend([])
     unknown_text = texts()["unknown_duration"]
-    unknown = sum(unreported_end(run) for run in ordered)
+    unknown = sum(duration_unknown(run) for run in ordered)
     # Scaled to the longest finished run, so one long-running execution
     # does not flatten the rest; a bar over the scale is clipped at the top.
     finished = [
@@ -202,7 +202,7 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
                 run=run,
                 duration=(
                     unknown_text
-                    if unreported_end(run)
+                    if duration_unknown(run)
                     else clock.duration(run["started_at"], run["ended_at"])
                 ),
                 clipped=seconds is not None and seconds > top,

@@ -647,3 +647,26 @@ def test_a_recovered_execution_has_no_bar_in_the_trend(db: None) -> None:
     recovered = next(bar for bar in drawn.bars if bar.run["id"] == execution.pk)
     assert recovered.height == 0 and recovered.duration == "unknown"
     assert drawn.p95 == "3 min 00 s"
+
+
+def test_an_unknown_execution_s_duration_is_unknown_since_its_last_update(
+    reader: Client,
+) -> None:
+    factories.definition("ledger")
+    created = factories.now() - timedelta(days=3)
+    execution = factories.execution(
+        factories.instance("ledger"),
+        "UNKNOWN",
+        created_at=created,
+        updated_at=created + timedelta(minutes=5),
+    )
+    page = _get(reader, reverse("batchboard:execution", args=[execution.pk]))
+    facts = page[page.index("Duration</dt><dd>") :]
+    seen = execution.updated_at.strftime("%Y-%m-%d %H:%M:%SZ")
+    assert facts[: facts.index("</dd>")].endswith(
+        f"last update {seen}, then left UNKNOWN)</span>"
+    )
+    assert facts.startswith("Duration</dt><dd>unknown ")
+    listed = _get(reader, reverse("batchboard:executions") + "?status=UNKNOWN")
+    cell = listed[listed.index(f'id="bb-execution-{execution.pk}"') :]
+    assert ">unknown</td>" in cell[: cell.index("</tr>")]
