@@ -284,6 +284,15 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     utc_column(field.name, field.verbose_name),
                 )
 
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        """Return ``list_display``, each timestamp column shown in UTC."""
+        return [
+            getattr(self, f"{name}{UTC_SUFFIX}")
+            if isinstance(name, str) and name in self._stamps
+            else name
+            for name in super().get_list_display(request)
+        ]
+
     # The stubs' own alias for a fields spec is private; the shape is ``fields``'s.
     def get_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
         """Return ``fields``, each timestamp shown by its UTC field."""

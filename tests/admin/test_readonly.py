@@ -113,3 +113,9 @@ def test_statuses_exit_codes_and_dates_read_as_on_the_dashboard(viewer: Client) 
         reverse("admin:batchboard_jobexecution_change", args=[recovered.pk])
     ).content.decode()
     assert '<div class="readonly">no exit code recorded</div>' in page
+    instances = viewer.get(
+        reverse("admin:batchboard_jobinstance_changelist")
+    ).content.decode()
+    made = running.job_instance.created_at.astimezone(dt.UTC)
+    assert f"{made:%Y-%m-%d}\u00a0{made:%H:%M:%S}Z" in instances
+    assert " a.m." not in instances and " p.m." not in instances
