@@ -36,6 +36,7 @@ __all__ = [
     "APPLIED",
     "APPLY_PURGE",
     "ATTENTION_LIMIT",
+    "ATTENTION_FAILURES",
     "AUTHORIZATION_CLASSES",
     "DESTRUCTIVE",
     "FAILURE_CATEGORIES",
@@ -142,6 +143,9 @@ STRIP_LENGTH: Final = 12
 OVERVIEW_PAGE_SIZE: Final = 20
 #: Recent failures listed on the overview's attention panel.
 ATTENTION_LIMIT: Final = 10
+#: Recent failures the attention panel reads (status index, newest first)
+#: to find the ones a restart has not resolved yet.
+ATTENTION_FAILURES: Final = 50
 #: Running executions counted per job on the overview before "1000+".
 RUNNING_LIMIT: Final = 1000
 #: Job names suggested as a job filter is typed (names starting with it).

@@ -64,7 +64,7 @@ _RUNS_SQLITE_BRANCH = (
 # was created (timestamps cost the most to read).
 _STRIP_COLUMNS = ("id", "status", "attempt", "job_instance_id", "created_at")
 #: The columns latest_runs may read.
-RUN_COLUMNS: Final = (*_STRIP_COLUMNS, "started_at", "ended_at")
+RUN_COLUMNS: Final = (*_STRIP_COLUMNS, "started_at", "ended_at", "exit_code")
 
 
 #: Read for each job's newest run only: the strips show when it was created.

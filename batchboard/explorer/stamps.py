@@ -250,6 +250,7 @@ _ROW_SLOTS: Final = (
     "created.text",
     "created.ago",
     "duration",
+    "duration_bounds",
     "updated_age",
     "failure_category",
     "failure_id",
@@ -275,6 +276,7 @@ def _row_shape(row: Row) -> tuple[Any, ...]:
         bool(row.get("failure_category")),
         bool(row.get("failure_link")),
         bool(row.get("exit_pending")),
+        bool(row.get("duration_bounds")),
         restart["tone"] if restart else None,
         bool(row.get("stop_requested_at")),
         row.get("created") is not None,
@@ -297,6 +299,9 @@ def _row_stand_in(row: Row) -> Row:
         ),
         "failure_link": stands["failure_link"] if row.get("failure_link") else None,
         "exit_pending": row.get("exit_pending"),
+        "duration_bounds": (
+            stands["duration_bounds"] if row.get("duration_bounds") else None
+        ),
         "restart": (
             {
                 "url": stands["restart.url"],

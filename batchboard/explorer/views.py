@@ -44,6 +44,7 @@ from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import SHOWN_PARAMETERS, Presenter
 from batchboard.vocabulary import (
     ACTIVE,
+    ATTENTION_FAILURES,
     ATTENTION_LIMIT,
     MAX_PAGE_SIZE,
     PARTITION_WORKER_PREFIX,
@@ -170,12 +171,25 @@ def _attention(present: Presenter) -> dict[str, Any]:
     stale_seconds = int(conf.get_config()["STALE_SECONDS"])
     stale = queries.unresolved(stale_seconds, ATTENTION_LIMIT)
     present.executions(stale.rows)
-    failures = present.failures(queries.recent_failures())
-    present.restarts(failures, relations.next_attempts(failures))
+    # What is still broken comes first: of the latest failures, those whose
+    # instance has no later COMPLETED attempt; the ones a restart resolved
+    # are only counted and folded.
+    failures = present.failures(queries.recent_failures(ATTENTION_FAILURES))
+    latest = relations.latest_attempts(failures)
+    present.restarts(failures, latest)
+    broken: list[Row] = []
+    resolved: list[Row] = []
+    for row in failures:
+        after = latest.get(int(row["id"]))
+        (resolved if after and after["status"] == "COMPLETED" else broken).append(row)
     return {
         "stale": stale,
         "stale_seconds": stale_seconds,
-        "failures": failures,
+        "failures": broken[:ATTENTION_LIMIT],
+        "more_failures": len(broken) > ATTENTION_LIMIT,
+        "resolved": resolved[:ATTENTION_LIMIT],
+        "resolved_count": len(resolved),
+        "failures_read": len(failures),
     }
 
 

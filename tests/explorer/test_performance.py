@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard.explorer import overview, queries
+from batchboard.explorer import overview, queries, relations
 from tests import factories
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -261,3 +261,27 @@ def test_several_statuses_walk_each_status_and_stop(
         assert plan.startswith("Limit") and "Append" in plan, plan
         walks = plan.split("Append", 1)[1]
         assert walks.count("status)::text = ") == len(statuses), plan
+
+
+@pytest.mark.postgresql
+def test_a_failure_s_latest_attempt_is_an_index_lookup(db: None) -> None:
+    """The attention panel asks each failure shown for its instance's last attempt."""
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    definition = factories.definition("busy-job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_execution (job_instance_id, definition_id, attempt, "
+            "status, exit_code, parameters, context_format, context_schema, "
+            "context_schema_version, context_payload, failure_category, failure_id, "
+            "created_at, started_at, ended_at, updated_at, version) SELECT id, %s, "
+            "1, 'FAILED', 'FAILED', '{}'::jsonb, 1, 'x', 1, '{}'::jsonb, "
+            "'USER_COMPONENT', id, now(), now(), now(), now(), 0 "
+            "FROM ob_job_instance",
+            [definition.pk],
+        )
+        cursor.execute("ANALYZE ob_job_execution")
+    failures = queries.recent_failures(50)
+    assert len(failures) == 50
+    plan = _plan_of(lambda: relations.latest_attempts(failures))
+    assert "Seq Scan on ob_job_execution" not in plan, plan
+    assert "ob_job_execution_instance_latest" in plan, plan

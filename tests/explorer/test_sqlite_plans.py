@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from batchboard import cursors, vocabulary
 from batchboard.actions import purge
-from batchboard.explorer import overview, queries, trends
+from batchboard.explorer import overview, queries, relations, trends
 from batchboard.models import JobExecution, JobInstance
 from tests import factories
 
@@ -377,3 +377,21 @@ def test_several_statuses_walk_each_status_by_id_and_stop_at_the_page(
     url = f"{reverse('batchboard:executions')}?status={chosen}"
     for page in (url, f"{url}&cursor={deep}"):
         _assert_bounded(lambda page=page: _get(reader, page))
+
+
+def test_the_attention_panel_looks_up_each_failure_s_latest_attempt(
+    reader: Client, history: dict[str, Any]
+) -> None:
+    """Whether a restart resolved a failure: index lookups per failure shown."""
+    failures = queries.recent_failures(vocabulary.ATTENTION_FAILURES)
+    assert failures
+    (plan,) = _assert_bounded(lambda: relations.latest_attempts(failures))
+    text = "\n".join(plan)
+    assert "ob_job_execution_instance_latest (job_instance_id=?" in text, plan
+    assert relations.latest_attempts(failures)
+
+    def panel() -> None:
+        response = reader.get(reverse("batchboard:attention"), HTTP_HX_REQUEST="true")
+        assert response.status_code == 200
+
+    _assert_bounded(panel)

@@ -54,6 +54,18 @@ def _shaped_rows() -> list[dict[str, Any]]:
                 owner_recorded=pk % 2 == 0,
             )
         )
+    # Recovered: its end declared, no exit code recorded, duration unknown.
+    rows.append(
+        execution_row(
+            id=len(rows) + 1,
+            status="FAILED",
+            job_name="recovered",
+            ended_at=ended,
+            exit_code="UNKNOWN",
+            failure_category="STALE_RECOVERED",
+            failure_id=77,
+        )
+    )
     return rows
 
 
@@ -87,6 +99,7 @@ def test_stamped_execution_rows_are_the_row_template_rendered(
     assert rows_of(stamped) == rows_of(expected)
     assert stamped.count("<tr ") == len(rows) == expected.count("<tr ")
     assert "&lt;job &amp; 1&gt;" in stamped and "bbslot" not in stamped
+    assert 'by a recovery, not by the run">unknown</td>' in stamped
 
 
 OVERRIDDEN_ROW = (
