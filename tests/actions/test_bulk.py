@@ -98,9 +98,11 @@ def test_an_item_the_guards_reject_is_shown_with_its_code(admin_user: User) -> N
 @pytest.mark.django_db
 def test_a_filter_over_the_bound_is_refused_naming_it(admin_user: User) -> None:
     failed_runs(4)
-    with override_settings(BATCHBOARD={"BULK_MAX_ITEMS": 3}):
-        with pytest.raises(actions.BulkTooLarge) as refused:
-            abandon_plan(admin_user)
+    with (
+        override_settings(BATCHBOARD={"BULK_MAX_ITEMS": 3}),
+        pytest.raises(actions.BulkTooLarge) as refused,
+    ):
+        abandon_plan(admin_user)
     assert "more than 3 records" in refused.value.message
     assert "Narrow the filter" in refused.value.message
     assert not BulkOperation.objects.exists()
