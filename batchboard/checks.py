@@ -114,15 +114,13 @@ def _state_errors() -> list[CheckMessage]:
     """Validate ``STATE_DATABASE`` and ``BULK_MAX_ITEMS``."""
     errors: list[CheckMessage] = []
     state = conf.state_alias()
-    writers_only = conf.action_aliases() | set(conf.read_aliases())
-    if state not in settings.DATABASES or state in writers_only:
+    if state not in settings.DATABASES or state in conf.read_aliases():
         errors.append(
             Error(
                 f"BATCHBOARD['STATE_DATABASE'] names the alias {state!r}, which "
                 "is not a writable database of the site.",
-                hint="Name an alias of DATABASES that is neither a replica "
-                "(READ_DATABASES) nor an action role's login (ACTION_DATABASES); "
-                "the default is 'default'.",
+                hint="Name an alias of DATABASES that is not a replica "
+                "(READ_DATABASES); the default is 'default'.",
                 id="batchboard.E017",
             )
         )
@@ -135,6 +133,16 @@ def _state_errors() -> list[CheckMessage]:
                 f"batchboard's own state is on {state!r} but BatchboardRouter is "
                 "not installed.",
                 hint="Add 'batchboard.routers.BatchboardRouter' to DATABASE_ROUTERS.",
+                id="batchboard.E017",
+            )
+        )
+    if state == conf.database_alias() != "default" and conf.is_attached():
+        errors.append(
+            Error(
+                f"BATCHBOARD['STATE_DATABASE'] is the attached metadata database "
+                f"{state!r}, which batchboard never migrates.",
+                hint="Keep batchboard's own state in the site's database: leave "
+                "STATE_DATABASE at 'default' or name another writable alias.",
                 id="batchboard.E017",
             )
         )
