@@ -18,6 +18,7 @@ recording history on its own clock runs the actions inside
 
 from __future__ import annotations
 
+from batchboard.actions import bulk
 from batchboard.actions.bulk import (
     BulkPlan,
     BulkResult,
@@ -25,6 +26,7 @@ from batchboard.actions.bulk import (
     apply_bulk,
     bulk_digest,
     plan_bulk,
+    resume_bulk,
 )
 from batchboard.actions.envelope import (
     ServiceActor,
@@ -106,6 +108,7 @@ __all__ = [
     "actor_ref_for",
     "apply_bulk",
     "apply_purge",
+    "bulk",
     "bulk_digest",
     "back_dated",
     "may",
@@ -120,5 +123,6 @@ __all__ = [
     "recover_execution",
     "release_hold",
     "require",
+    "resume_bulk",
     "stop_execution",
 ]

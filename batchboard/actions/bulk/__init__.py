@@ -41,6 +41,7 @@ from batchboard.actions.bulk.apply import (
     BulkResult,
     ItemResult,
     apply_bulk,
+    resume_bulk,
 )
 from batchboard.actions.bulk.plan import (
     BULK_ACTIONS,
@@ -79,5 +80,6 @@ __all__ = [
     "new_bulk_id",
     "parse_items",
     "plan_bulk",
+    "resume_bulk",
     "validate_bulk_id",
 ]

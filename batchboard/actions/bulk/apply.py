@@ -192,6 +192,39 @@ def apply_bulk(
     return _result(operation, outcomes)
 
 
+def resume_bulk(
+    *,
+    user: Any,
+    bulk_id: str,
+    limit: int | None = None,
+    seconds: float | None = None,
+) -> BulkResult:
+    """
+    Apply the next chunk of a recorded bulk operation, by its id.
+
+    The operation's plan, reason and directive are the ones recorded by
+    :func:`apply_bulk`, whose digest check they passed; the user needs the
+    action's class. An unknown bulk id raises :class:`InvalidRequest`.
+    """
+    bulk = validate_bulk_id(bulk_id)
+    operation = BulkOperation.objects.filter(bulk_id=bulk).first()
+    if operation is None:
+        raise InvalidRequest(_("No bulk operation %(id)s is recorded.") % {"id": bulk})
+    permissions.require(user, operation.action)
+    directive = None
+    if operation.action == RECOVER:
+        directive = Directive(
+            operation.resulting_status,
+            operation.failure_category or None,
+            operation.failure_id,
+        )
+    request = _Request(
+        user, operation.action, bulk, operation.reason_code or None, directive
+    )
+    outcomes = _work(request, operation, limit, seconds)
+    return _result(operation, outcomes)
+
+
 def _operation(
     user: Any,
     action: str,
