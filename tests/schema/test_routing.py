@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 from django.core.management.base import CommandError
-from django.test import override_settings
-
 from django.db import connection
+from django.test import override_settings
 
 from batchboard.models import BulkItem, BulkOperation, JobExecution
 from batchboard.routers import BatchboardRouter
