@@ -17,6 +17,9 @@ audit tables. The operation id is the second column of each table's unique
 set of actions: it is looked up once per action (:func:`lookup`), never
 scanned for. Rows name their target by id only (no join), so a row renders
 the same after retention purged its target.
+
+The first page also lists the newest bulk operations (batchboard's own
+records, :func:`bulk_operations`), each linking to its items.
 """
 
 from __future__ import annotations
@@ -43,7 +46,12 @@ from batchboard.explorer.inputs import (
 from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page, Row, Window
 from batchboard.explorer.presenters import Clock, outcome_tone, status_change
-from batchboard.models import JobExecution, OperatorRequest, RetentionAction
+from batchboard.models import (
+    BulkOperation,
+    JobExecution,
+    OperatorRequest,
+    RetentionAction,
+)
 from batchboard.schema import v4
 from batchboard.vocabulary import OUTCOME_CLASSES
 
@@ -458,3 +466,19 @@ def present(rows: list[Row], clock: Clock) -> list[Row]:
         if row["kind"] == RETENTION and row["action"] == "APPLY_PURGE":
             row["purged"] = sum(int(row[name]) for name in v4.PURGE_COUNTERS)
     return rows
+
+
+# -- bulk operations -------------------------------------------------------------
+
+#: The bulk operations the audit log's first page lists, newest first.
+BULK_OPERATIONS_SHOWN: Final = 20
+
+
+def bulk_operations(limit: int = BULK_OPERATIONS_SHOWN) -> list[BulkOperation]:
+    """
+    Return the newest bulk operations (batchboard's own state), newest first.
+
+    One statement on ``(started_at DESC, id DESC)``; each operation links to
+    its page, which lists its items and their audit rows.
+    """
+    return list(BulkOperation.objects.order_by("-started_at", "-id")[:limit])

@@ -172,3 +172,18 @@ def test_applying_is_checked_on_the_server(
     response = _apply(_client(operator_user), plan)
     assert response.status_code == 403
     assert not BulkOperation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_audit_log_lists_bulk_operations_linking_to_their_items(
+    admin_user: User,
+) -> None:
+    run = _failed(1)[0]
+    client = _client(admin_user)
+    plan = client.get(f"{_plan_url()}?job=bulk-ui").content.decode()
+    location = _apply(client, plan)["Location"]
+    operation = BulkOperation.objects.get()
+    client.post(reverse("batchboard:bulk_continue", args=[operation.bulk_id]))
+    audit = client.get(reverse("batchboard:audit")).content.decode()
+    assert f'<a href="{location}">{operation.bulk_id}</a>' in audit
+    assert f"{operation.bulk_id}:{run.pk}" in audit
