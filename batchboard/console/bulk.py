@@ -38,9 +38,6 @@ from batchboard.explorer.pagination import Page
 from batchboard.models import BulkItem, BulkOperation
 from batchboard.web import BadInput, NotFound, ReadGate, guarded, wants_fragment
 
-#: The longest one apply request works, in seconds.
-CHUNK_SECONDS: Final = 2.0
-
 #: What RECOVER will do (its single dialog explains it on the proposal).
 RECOVER_CONSEQUENCE: Final = gettext_lazy(
     "Each execution's recovery proposal is taken again under its row lock; "
@@ -237,7 +234,9 @@ def bulk_continue(request: HttpRequest, bulk_id: str) -> HttpResponse:
     operation = _operation(bulk_id)
     try:
         actions.resume_bulk(
-            user=request.user, bulk_id=operation.bulk_id, seconds=CHUNK_SECONDS
+            user=request.user,
+            bulk_id=operation.bulk_id,
+            seconds=actions.bulk.CHUNK_SECONDS,
         )
     except actions.ActionError as error:
         operation.refresh_from_db()

@@ -529,11 +529,16 @@ class BulkApplyForm(forms.Form):
             cleaned["reason_code"] = None
         return cleaned
 
-    def perform(self, user: Any) -> actions.BulkResult:
-        """Record the operation (applying nothing yet), or raise InvalidRequest."""
+    def perform(self, user: Any, **bounds: Any) -> actions.BulkResult:
+        """
+        Record the operation and apply what ``bounds`` allow (``limit``,
+        ``seconds``; by default nothing yet), or raise InvalidRequest.
+        """
         if not self.is_valid():
             raise actions.InvalidRequest(first_error(self))
-        return actions.apply_bulk(user=user, limit=0, **self.cleaned_data)
+        return actions.apply_bulk(
+            user=user, **{"limit": 0, **bounds}, **self.cleaned_data
+        )
 
 
 class BulkRecoverForm(BulkApplyForm, DirectiveForm):

@@ -21,8 +21,10 @@ from typing import Any, Literal
 
 from django.http import QueryDict
 
+from batchboard.db import read_alias
 from batchboard.explorer import inputs, queries
 from batchboard.explorer.pagination import Page
+from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 
 #: The lists a bulk action may be planned from.
@@ -30,6 +32,8 @@ EXECUTIONS = "executions"
 UNRESOLVED = "unresolved"
 INSTANCES = "instances"
 LISTS = (EXECUTIONS, UNRESOLVED, INSTANCES)
+#: Rows picked one by one (the admin's selected rows).
+SELECTION = "selection"
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,49 @@ def instances(job_name: str) -> ListSurvey:
         {"list": INSTANCES, "job": job_name},
         lambda size, token: queries.instances(job_name, size, token),
     )
+
+
+@dataclass(frozen=True)
+class SelectionSurvey:
+    """Rows picked by id (the admin's selection): their filters are the ids."""
+
+    kind: Literal["execution", "instance"]
+    ids: tuple[int, ...]
+
+    @property
+    def filters(self) -> Mapping[str, Any]:
+        return {"list": SELECTION, "ids": sorted(self.ids)}
+
+    def read(self, limit: int) -> Sequence[Mapping[str, Any]]:
+        """Return the picked rows by primary key, at most ``limit``."""
+        wanted = sorted(self.ids)[:limit]
+        if self.kind == "instance":
+            return list(
+                JobInstance.objects.using(read_alias())
+                .filter(pk__in=wanted)
+                .order_by("pk")
+                .values("id", "hold_placed_at")
+            )
+        return list(
+            JobExecution.objects.using(read_alias())
+            .filter(pk__in=wanted)
+            .order_by("pk")
+            .values(
+                "id",
+                "version",
+                "status",
+                "stop_requested_at",
+                "job_instance_id",
+                "attempt",
+            )
+        )
+
+
+def selection(
+    kind: Literal["execution", "instance"], ids: Sequence[int]
+) -> SelectionSurvey:
+    """Return the survey of rows picked by id (executions or instances)."""
+    return SelectionSurvey(kind, tuple(sorted(set(ids))))
 
 
 class InstancesForm(inputs.ExplorerForm):

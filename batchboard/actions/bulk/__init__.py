@@ -37,6 +37,7 @@ Outcomes
 from __future__ import annotations
 
 from batchboard.actions.bulk.apply import (
+    CHUNK_SECONDS,
     LEASE_SECONDS,
     BulkResult,
     ItemResult,
@@ -63,6 +64,7 @@ from batchboard.actions.bulk.plan import (
 
 __all__ = [
     "BULK_ACTIONS",
+    "CHUNK_SECONDS",
     "BULK_ID_RE",
     "EXECUTION_ACTIONS",
     "INSTANCE_ACTIONS",

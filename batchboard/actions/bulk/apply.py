@@ -74,6 +74,10 @@ from batchboard.vocabulary import (
     STOP,
 )
 
+#: How long one chunk of an apply driven by a page works, in seconds: well
+#: under a proxy's timeout, long enough for dozens of items.
+CHUNK_SECONDS: Final = 2.0
+
 #: Seconds after which another process may take over a claimed item.
 LEASE_SECONDS: Final = 30
 
