@@ -311,7 +311,7 @@ def _work(
     done: dict[int, _Outcome] = {}
     try:
         while limit is None or len(done) < limit:
-            if deadline is not None and time.monotonic() >= deadline:
+            if _late(deadline, done):
                 break
             lease = db.now() - timedelta(seconds=LEASE_SECONDS)
             batch = list(
@@ -325,7 +325,7 @@ def _work(
             for item in batch:
                 if limit is not None and len(done) >= limit:
                     break
-                if deadline is not None and time.monotonic() >= deadline:
+                if _late(deadline, done):
                     break
                 if not _claim(item, token, lease):
                     continue
@@ -333,6 +333,11 @@ def _work(
     finally:
         _count(operation)
     return done
+
+
+def _late(deadline: float | None, done: dict[int, _Outcome]) -> bool:
+    """Return whether the chunk is over; every chunk applies one item at least."""
+    return deadline is not None and bool(done) and time.monotonic() >= deadline
 
 
 def _claim(item: BulkItem, token: str, lease: datetime) -> bool:
