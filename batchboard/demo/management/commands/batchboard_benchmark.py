@@ -8,7 +8,10 @@ measured in the same run: the floor any page could reach. The pages are the
 overview, the executions list unfiltered and under every status, a busy and
 a rare job (their executions and their instances), the unresolved list, the
 admin changelist and the record pages; the purge plan of a busy job (batch
-1,000) is timed as well. Deep pages are reached with cursors built for the
+1,000) and a bulk ABANDON plan of 1,000 FAILED executions are timed as
+well. Last, 1,000 FAILED executions are abandoned by one bulk apply and
+1,000 others by 1,000 single actions, each timed once (these write: demo
+databases only). Deep pages are reached with cursors built for the
 position, exactly as paging there would leave them, since cursors only
 carry a key and a ceiling.
 
@@ -21,6 +24,7 @@ leaves.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +38,14 @@ from django.template.backends.django import Template
 from django.urls import reverse
 
 from batchboard import conf, cursors, vocabulary
+from batchboard.actions import (
+    abandon_execution,
+    apply_bulk,
+    bulk_digest,
+    new_operation_id,
+    plan_bulk,
+)
+from batchboard.actions.bulk import Survey
 from batchboard.actions.purge import MAX_BATCH, plan_purge
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
@@ -45,7 +57,7 @@ from batchboard.demo.measure import (
     measure,
     unresolved_executions,
 )
-from batchboard.explorer import queries
+from batchboard.explorer import queries, surveys
 from batchboard.models import JobExecution
 
 PAGE_SIZE = 50
@@ -55,6 +67,8 @@ MIN_JOB_NAMES = 40
 PAGE_TARGET = 1.5
 #: The purge plan of a full batch within this many times the same view.
 PURGE_TARGET = 15.0
+#: A bulk plan of this many items; its target is the purge plan's.
+BULK_ITEMS = 1000
 
 
 def unresolved_needed(executions: int) -> int:
@@ -163,6 +177,41 @@ def _purge_plan_view(request: HttpRequest, job_name: str) -> HttpResponse:
     """
     plan = plan_purge(user=request.user, job_name=job_name, batch=MAX_BATCH)
     return HttpResponse(f"{len(plan.candidates)} candidates")
+
+
+@dataclass(frozen=True)
+class FirstRows:
+    """A survey's first ``count`` rows: a full plan of a filter matching more."""
+
+    survey: Survey
+    count: int
+
+    @property
+    def kind(self) -> Any:
+        return self.survey.kind
+
+    @property
+    def filters(self) -> Any:
+        return self.survey.filters
+
+    def read(self, limit: int) -> Any:
+        return self.survey.read(min(limit, self.count))
+
+
+def _bulk_plan_view(request: HttpRequest) -> HttpResponse:
+    """
+    Plan ABANDON on the first 1,000 FAILED executions and answer its size.
+
+    The executions list's keyset pages (500 rows each) and the two
+    statements that answer ABANDON for every item (recovery decisions,
+    later attempts).
+    """
+    plan = plan_bulk(
+        user=request.user,
+        action="ABANDON",
+        survey=FirstRows(surveys.executions(status="FAILED"), BULK_ITEMS),
+    )
+    return HttpResponse(f"{len(plan.items)} items")
 
 
 class Command(BenchmarkCommand):
@@ -451,6 +500,12 @@ class Command(BenchmarkCommand):
             view=functools.partial(_purge_plan_view, job_name=facts["busy"]),
         )
         results.append(purge)
+        bulk = page(
+            f"bulk plan ABANDON, {BULK_ITEMS:,} FAILED items",
+            "/bulk-plan/",
+            view=_bulk_plan_view,
+        )
+        results.append(bulk)
         measure(
             (
                 timer
@@ -461,15 +516,64 @@ class Command(BenchmarkCommand):
             repeat,
         )
         self._report(results, floor, depth, repeat)
-        self._verdict(results[2:], floor, strict, purge)
+        self._verdict(results[2:], floor, strict, purge, bulk)
+        self._applies(alias, user)
+
+    def _applies(self, alias: str, user: Any) -> None:
+        """
+        Time one bulk apply of up to 1,000 FAILED executions against as many
+        single ABANDON actions on others, each once (they write).
+        """
+        require_demo("batchboard_benchmark", alias)
+        rows = surveys.executions(status="FAILED").read(2 * BULK_ITEMS)
+        count = len(rows) // 2
+        if count == 0:
+            self.stdout.write("No FAILED executions left to abandon.")
+            return
+        bulk_rows, single_rows = rows[:count], rows[count : 2 * count]
+        filters = {"list": "benchmark"}
+        items = [(int(row["id"]), int(row["version"])) for row in bulk_rows]
+        started = time.perf_counter()
+        result = apply_bulk(
+            user=user,
+            action="ABANDON",
+            filters=filters,
+            items=items,
+            digest=bulk_digest("ABANDON", filters, items),
+            reason_code="OPERATOR_DECISION",
+        )
+        bulk_ms = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        for row in single_rows:
+            abandon_execution(
+                user=user,
+                execution_id=int(row["id"]),
+                expected_version=int(row["version"]),
+                reason_code="OPERATOR_DECISION",
+                operation_id=new_operation_id(),
+            )
+        single_ms = (time.perf_counter() - started) * 1000
+        ratio = bulk_ms / single_ms
+        verdict = "within" if ratio <= 1.0 else "OVER"
+        self.stdout.write(
+            f"\nApply ABANDON to {count:,} executions: one bulk apply "
+            f"{bulk_ms:,.0f} ms ({result.counts['APPLIED']:,} applied), "
+            f"{count:,} single actions {single_ms:,.0f} ms: {ratio:.2f}x, "
+            f"{verdict} the 1x target."
+        )
 
     def _verdict(
-        self, pages: list[Measured], floor: Measured, strict: Measured, purge: Measured
+        self,
+        pages: list[Measured],
+        floor: Measured,
+        strict: Measured,
+        purge: Measured,
+        bulk: Measured,
     ) -> None:
         strict_deep = strict.deep
         floor_deep = floor.deep
         assert strict_deep is not None and floor_deep is not None
-        explorer = [row for row in pages if row is not purge]
+        explorer = [row for row in pages if row is not purge and row is not bulk]
         worst_first = max(row.first for row in explorer) / strict.first
         worst_deep = max(
             row.deep / strict_deep for row in explorer if row.deep is not None
@@ -496,6 +600,12 @@ class Command(BenchmarkCommand):
         verdict = "within" if ratio <= PURGE_TARGET else "OVER"
         self.stdout.write(
             f"Purge plan: {ratio:.2f}x the minimal keyset view, {verdict} the "
+            f"{PURGE_TARGET:g}x target."
+        )
+        ratio = bulk.first / floor.first
+        verdict = "within" if ratio <= PURGE_TARGET else "OVER"
+        self.stdout.write(
+            f"Bulk plan: {ratio:.2f}x the minimal keyset view, {verdict} the "
             f"{PURGE_TARGET:g}x target."
         )
 
