@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils.translation import gettext_lazy as _
@@ -41,7 +40,6 @@ from batchboard.actions.executions import (
 )
 from batchboard.actions.holds import place_hold, release_hold
 from batchboard.actions.results import (
-    ActionError,
     ActionResult,
     EvidenceStale,
     InvalidRequest,
@@ -77,6 +75,9 @@ from batchboard.vocabulary import (
 #: How long one chunk of an apply driven by a page works, in seconds: well
 #: under a proxy's timeout, long enough for dozens of items.
 CHUNK_SECONDS: Final = 2.0
+
+#: Items claimed by one statement.
+CLAIM_BATCH: Final = 20
 
 #: Seconds after which another process may take over a claimed item.
 LEASE_SECONDS: Final = 30
@@ -305,7 +306,14 @@ def _work(
     limit: int | None,
     seconds: float | None,
 ) -> dict[int, _Outcome]:
-    """Claim and apply items until none is left, ``limit`` or ``seconds``."""
+    """
+    Claim and apply items until none is left, ``limit`` or ``seconds``.
+
+    Items are claimed a batch at a time (:data:`CLAIM_BATCH`), their
+    versions and recorded operation ids read with one statement each, and
+    their outcomes stored in one transaction: each item's own single action
+    is then nearly all an item costs.
+    """
     deadline = None if seconds is None else time.monotonic() + seconds
     token = uuid.uuid4().hex
     done: dict[int, _Outcome] = {}
@@ -313,23 +321,12 @@ def _work(
         while limit is None or len(done) < limit:
             if _late(deadline, done):
                 break
-            lease = db.now() - timedelta(seconds=LEASE_SECONDS)
-            batch = list(
-                BulkItem.objects.filter(operation=operation)
-                .filter(Q(state=PENDING) | Q(state=CLAIMED, claimed_at__lt=lease))
-                .exclude(target_id__in=list(done))
-                .order_by("target_id")[:50]
-            )
-            if not batch:
+            size = CLAIM_BATCH if limit is None else min(CLAIM_BATCH, limit - len(done))
+            found, claimed = _claim(operation, token, size)
+            if not found:
                 break
-            for item in batch:
-                if limit is not None and len(done) >= limit:
-                    break
-                if _late(deadline, done):
-                    break
-                if not _claim(item, token, lease):
-                    continue
-                done[item.target_id] = _finish(item, token, _apply_item(request, item))
+            if claimed:
+                done.update(_apply_batch(request, claimed, token, deadline, done))
     finally:
         _count(operation)
     return done
@@ -340,35 +337,93 @@ def _late(deadline: float | None, done: dict[int, _Outcome]) -> bool:
     return deadline is not None and bool(done) and time.monotonic() >= deadline
 
 
-def _claim(item: BulkItem, token: str, lease: datetime) -> bool:
-    """Take ``item`` for this apply: a conditional UPDATE on its own row."""
-    taken = (
-        BulkItem.objects.filter(pk=item.pk)
-        .filter(Q(state=PENDING) | Q(state=CLAIMED, claimed_at__lt=lease))
-        .update(state=CLAIMED, claim=token, claimed_at=db.now())
+def _claimable(lease: datetime) -> Q:
+    return Q(state=PENDING) | Q(state=CLAIMED, claimed_at__lt=lease)
+
+
+def _claim(
+    operation: BulkOperation, token: str, size: int
+) -> tuple[bool, list[BulkItem]]:
+    """
+    Take up to ``size`` items for this apply: a conditional UPDATE.
+
+    Return whether any item was left to take, and the items taken. Two
+    processes that pick the same items take disjoint sets: the UPDATE
+    re-checks each row's state, so a row another process took is skipped.
+    Items a chunk does not reach before its time is up are put back.
+    """
+    now = db.now()
+    lease = now - timedelta(seconds=LEASE_SECONDS)
+    picked = list(
+        BulkItem.objects.filter(operation=operation)
+        .filter(_claimable(lease))
+        .order_by("target_id")
+        .values_list("pk", flat=True)[:size]
     )
-    return taken == 1
-
-
-def _finish(item: BulkItem, token: str, outcome: _Outcome) -> _Outcome:
-    BulkItem.objects.filter(pk=item.pk, claim=token).update(
-        state=DONE,
-        outcome=outcome.outcome,
-        rejection_code=outcome.code or "",
-        audit_model=outcome.audit_model or "",
-        audit_id=outcome.audit_id,
-        finished_at=db.now(),
+    if not picked:
+        return False, []
+    BulkItem.objects.filter(pk__in=picked).filter(_claimable(lease)).update(
+        state=CLAIMED, claim=token, claimed_at=now
     )
-    return outcome
-
-
-def _release(item: BulkItem) -> None:
-    BulkItem.objects.filter(pk=item.pk, state=CLAIMED).update(
-        state=PENDING, claim="", claimed_at=None
+    claimed = list(
+        BulkItem.objects.filter(pk__in=picked, state=CLAIMED, claim=token).order_by(
+            "target_id"
+        )
     )
+    return True, claimed
 
 
-def _apply_item(request: _Request, item: BulkItem) -> _Outcome:
+def _apply_batch(
+    request: _Request,
+    items: Sequence[BulkItem],
+    token: str,
+    deadline: float | None,
+    done: dict[int, _Outcome],
+) -> dict[int, _Outcome]:
+    """Apply claimed ``items`` and store their outcomes; release any left."""
+    ids = [item.target_id for item in items]
+    recorded = _recorded(request, ids)
+    versions = _current_versions(request.action, ids)
+    outcomes: dict[int, _Outcome] = {}
+    try:
+        for item in items:
+            if outcomes and _late(deadline, {**done, **outcomes}):
+                break
+            outcomes[item.target_id] = _apply_item(request, item, recorded, versions)
+    finally:
+        _finish(items, token, outcomes)
+    return outcomes
+
+
+def _finish(
+    items: Sequence[BulkItem], token: str, outcomes: Mapping[int, _Outcome]
+) -> None:
+    """Store the outcomes and put back what was not reached, in one transaction."""
+    manager = BulkItem.objects
+    finished_at = db.now()
+    with transaction.atomic(using=manager.db):
+        for item in items:
+            mine = manager.filter(pk=item.pk, claim=token, state=CLAIMED)
+            outcome = outcomes.get(item.target_id)
+            if outcome is None:
+                mine.update(state=PENDING, claim="", claimed_at=None)
+                continue
+            mine.update(
+                state=DONE,
+                outcome=outcome.outcome,
+                rejection_code=outcome.code or "",
+                audit_model=outcome.audit_model or "",
+                audit_id=outcome.audit_id,
+                finished_at=finished_at,
+            )
+
+
+def _apply_item(
+    request: _Request,
+    item: BulkItem,
+    recorded: set[str],
+    versions: Mapping[int, int],
+) -> _Outcome:
     """
     Apply one item through its single action, or report it STALE.
 
@@ -376,24 +431,17 @@ def _apply_item(request: _Request, item: BulkItem) -> _Outcome:
     process that stopped before marking it done); otherwise an item whose
     version moved since the plan is STALE and its action is never called.
     An error that is not the item's own outcome (a permission withdrawn,
-    the database unavailable) puts the item back and ends the apply.
+    the database unavailable) ends the apply; the item is put back.
     """
     op = request.operation_id(item.target_id)
+    if op not in recorded and versions.get(item.target_id) != item.version:
+        return _Outcome(STALE)
     try:
-        if not _recorded(request.action, op) and (
-            _current_version(request.action, item.target_id) != item.version
-        ):
-            return _Outcome(STALE)
         result = _call(request, item, op)
     except (TargetNotFound, EvidenceStale):
         return _Outcome(STALE)
-    except NotRecoverable as error:
+    except (NotRecoverable, OperationIdConflict) as error:
         return _Outcome(REJECTED, error.code)
-    except OperationIdConflict as error:
-        return _Outcome(REJECTED, error.code)
-    except (ActionError, PermissionDenied):
-        _release(item)
-        raise
     return _Outcome(
         result.recorded_outcome,
         result.rejection_code,
@@ -402,30 +450,33 @@ def _apply_item(request: _Request, item: BulkItem) -> _Outcome:
     )
 
 
-def _recorded(action: str, operation_id: str) -> bool:
-    model = RetentionAction if action in INSTANCE_ACTIONS else OperatorRequest
-    return (
+def _recorded(request: _Request, ids: Sequence[int]) -> set[str]:
+    """Return the operation ids of ``ids`` already recorded (one statement)."""
+    model = RetentionAction if request.action in INSTANCE_ACTIONS else OperatorRequest
+    return set(
         model.objects.using(db.alias())
-        .filter(action=action, operation_id=operation_id)
-        .exists()
-    )
-
-
-def _current_version(action: str, target_id: int) -> int | None:
-    """Return the target's version now, read on the primary; None if gone."""
-    if action in INSTANCE_ACTIONS:
-        rows = list(
-            JobInstance.objects.using(db.alias())
-            .filter(pk=target_id)
-            .values_list("hold_placed_at", flat=True)
+        .filter(
+            action=request.action,
+            operation_id__in=[request.operation_id(ident) for ident in ids],
         )
-        return hold_stamp(rows[0]) if rows else None
-    versions = list(
-        JobExecution.objects.using(db.alias())
-        .filter(pk=target_id)
-        .values_list("version", flat=True)
+        .values_list("operation_id", flat=True)
     )
-    return int(versions[0]) if versions else None
+
+
+def _current_versions(action: str, ids: Sequence[int]) -> dict[int, int]:
+    """Return the targets' versions now, read on the primary; gone ones left out."""
+    if action in INSTANCE_ACTIONS:
+        return {
+            ident: hold_stamp(placed)
+            for ident, placed in JobInstance.objects.using(db.alias())
+            .filter(pk__in=ids)
+            .values_list("pk", "hold_placed_at")
+        }
+    return dict(
+        JobExecution.objects.using(db.alias())
+        .filter(pk__in=ids)
+        .values_list("pk", "version")
+    )
 
 
 def _call(request: _Request, item: BulkItem, op: str) -> ActionResult:
