@@ -11,7 +11,13 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from batchboard.models import BulkItem, BulkOperation, JobExecution, OperatorRequest
+from batchboard.models import (
+    BulkItem,
+    BulkOperation,
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+)
 from tests.factories import actions as factories
 
 
@@ -187,3 +193,38 @@ def test_the_audit_log_lists_bulk_operations_linking_to_their_items(
     audit = client.get(reverse("batchboard:audit")).content.decode()
     assert f'<a href="{location}">{operation.bulk_id}</a>' in audit
     assert f"{operation.bulk_id}:{run.pk}" in audit
+
+
+@pytest.mark.django_db
+def test_recover_all_unresolved_with_one_directive(admin_user: User) -> None:
+    stale = factories.execution("STARTED", job_instance=factories.instance("lost"))
+    client = _client(admin_user)
+    url = reverse("batchboard:unresolved") + "?age=900"
+    assert _plan_url("unresolved", "RECOVER") in client.get(url).content.decode()
+    plan = client.get(f"{_plan_url('unresolved', 'RECOVER')}?age=900").content.decode()
+    assert 'name="directive"' in plan
+    missing = _apply(client, plan, reason_code="HOST_LOST")
+    assert missing.status_code == 400  # no directive chosen: nothing written
+    assert not BulkOperation.objects.exists()
+    response = _apply(client, plan, reason_code="HOST_LOST", directive="ABANDONED")
+    operation = BulkOperation.objects.get()
+    assert response.status_code == 303 and operation.resulting_status == "ABANDONED"
+    client.post(reverse("batchboard:bulk_continue", args=[operation.bulk_id]))
+    assert JobExecution.objects.get(pk=stale.pk).status == "ABANDONED"
+
+
+@pytest.mark.django_db
+def test_hold_all_of_a_jobs_instances(admin_user: User) -> None:
+    instances = [factories.instance("kept"), factories.instance("kept")]
+    factories.execution("COMPLETED", job_instance=instances[0])
+    client = _client(admin_user)
+    job = client.get(reverse("batchboard:job", args=["kept"])).content.decode()
+    assert f"{_plan_url('instances', 'HOLD')}?job=kept" in job
+    plan = client.get(f"{_plan_url('instances', 'HOLD')}?job=kept").content.decode()
+    _apply(client, plan, reason_code="LEGAL_HOLD")
+    operation = BulkOperation.objects.get()
+    client.post(reverse("batchboard:bulk_continue", args=[operation.bulk_id]))
+    assert operation.items.filter(outcome="APPLIED").count() == 2
+    assert all(
+        JobInstance.objects.get(pk=i.pk).hold_reason == "LEGAL_HOLD" for i in instances
+    )
