@@ -398,23 +398,44 @@ def _apply_batch(
 def _finish(
     items: Sequence[BulkItem], token: str, outcomes: Mapping[int, _Outcome]
 ) -> None:
-    """Store the outcomes and put back what was not reached, in one transaction."""
-    manager = BulkItem.objects
+    """
+    Store the outcomes and put back what was not reached: two statements.
+
+    The outcomes are written as one UPDATE over the batch. Should another
+    process have taken over an item (its lease ran out), both recorded the
+    same operation id's outcome, so either write tells the truth.
+    """
     finished_at = db.now()
+    reached = []
+    for item in items:
+        outcome = outcomes.get(item.target_id)
+        if outcome is None:
+            continue
+        item.state = DONE
+        item.outcome = outcome.outcome
+        item.rejection_code = outcome.code or ""
+        item.audit_model = outcome.audit_model or ""
+        item.audit_id = outcome.audit_id
+        item.finished_at = finished_at
+        reached.append(item)
+    manager = BulkItem.objects
     with transaction.atomic(using=manager.db):
-        for item in items:
-            mine = manager.filter(pk=item.pk, claim=token, state=CLAIMED)
-            outcome = outcomes.get(item.target_id)
-            if outcome is None:
-                mine.update(state=PENDING, claim="", claimed_at=None)
-                continue
-            mine.update(
-                state=DONE,
-                outcome=outcome.outcome,
-                rejection_code=outcome.code or "",
-                audit_model=outcome.audit_model or "",
-                audit_id=outcome.audit_id,
-                finished_at=finished_at,
+        if reached:
+            manager.bulk_update(
+                reached,
+                [
+                    "state",
+                    "outcome",
+                    "rejection_code",
+                    "audit_model",
+                    "audit_id",
+                    "finished_at",
+                ],
+            )
+        left = [item.pk for item in items if item.target_id not in outcomes]
+        if left:
+            manager.filter(pk__in=left, claim=token, state=CLAIMED).update(
+                state=PENDING, claim="", claimed_at=None
             )
 
 
