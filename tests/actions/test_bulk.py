@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from batchboard import actions
 from batchboard.actions.bulk import plan_bulk
@@ -305,3 +306,25 @@ def test_sixteen_concurrent_applies_apply_each_item_once(admin_user: User) -> No
     assert (operation.applied, operation.rejected, operation.stale) == (40, 0, 0)
     assert set(BulkItem.objects.values_list("state", flat=True)) == {"DONE"}
     BulkOperation.objects.all().delete()
+
+
+def _statements(user: User) -> int:
+    survey = surveys.executions(job="bulk-job")
+    plan_bulk(user=user, action="ABANDON", survey=survey)  # the user's permissions
+    with CaptureQueriesContext(connections["default"]) as captured:
+        plan = plan_bulk(user=user, action="ABANDON", survey=survey)
+    assert plan.counts["REJECTED"] == 1  # the UNKNOWN one, without a decision
+    return len(captured)
+
+
+@pytest.mark.django_db
+def test_planning_costs_the_same_statements_for_few_items_and_many(
+    admin_user: User,
+) -> None:
+    """The list's keyset page and two statements for ABANDON's answers."""
+    failed_runs(3)
+    factories.execution("UNKNOWN", job_instance=factories.instance("bulk-job"))
+    few = _statements(admin_user)
+    failed_runs(40)
+    assert _statements(admin_user) == few
+    assert few == 3
