@@ -10,11 +10,12 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Count, Q
 from django.utils.translation import gettext_lazy as _
 
@@ -347,28 +348,35 @@ def _claim(
     """
     Take up to ``size`` items for this apply: a conditional UPDATE.
 
-    Return whether any item was left to take, and the items taken. Two
-    processes that pick the same items take disjoint sets: the UPDATE
-    re-checks each row's state, so a row another process took is skipped.
-    Items a chunk does not reach before its time is up are put back.
+    Return whether any item was left to take, and the items taken. On
+    PostgreSQL the items are picked with ``FOR UPDATE SKIP LOCKED`` in the
+    claim's transaction, so processes claiming at once take disjoint sets
+    and never wait on (or deadlock over) each other's rows. SQLite has one
+    writer at a time: the UPDATE re-checks each row's state, so a row
+    another process took first is skipped. Items a chunk does not reach
+    before its time is up are put back.
     """
+    manager = BulkItem.objects
     now = db.now()
     lease = now - timedelta(seconds=LEASE_SECONDS)
-    picked = list(
-        BulkItem.objects.filter(operation=operation)
-        .filter(_claimable(lease))
-        .order_by("target_id")
-        .values_list("pk", flat=True)[:size]
-    )
-    if not picked:
-        return False, []
-    BulkItem.objects.filter(pk__in=picked).filter(_claimable(lease)).update(
-        state=CLAIMED, claim=token, claimed_at=now
-    )
-    claimed = list(
-        BulkItem.objects.filter(pk__in=picked, state=CLAIMED, claim=token).order_by(
-            "target_id"
+    skip_locked = connections[manager.db].features.has_select_for_update_skip_locked
+    claiming = transaction.atomic(using=manager.db) if skip_locked else nullcontext()
+    with claiming:
+        candidates = (
+            manager.filter(operation=operation)
+            .filter(_claimable(lease))
+            .order_by("target_id")
         )
+        if skip_locked:
+            candidates = candidates.select_for_update(skip_locked=True)
+        picked = list(candidates.values_list("pk", flat=True)[:size])
+        if not picked:
+            return False, []
+        manager.filter(pk__in=picked).filter(_claimable(lease)).update(
+            state=CLAIMED, claim=token, claimed_at=now
+        )
+    claimed = list(
+        manager.filter(pk__in=picked, state=CLAIMED, claim=token).order_by("target_id")
     )
     return True, claimed
 
@@ -399,39 +407,41 @@ def _finish(
     items: Sequence[BulkItem], token: str, outcomes: Mapping[int, _Outcome]
 ) -> None:
     """
-    Store the outcomes and put back what was not reached: two statements.
+    Store the outcomes and put back what was not reached, in one transaction.
 
-    The outcomes are written as one UPDATE over the batch. Should another
+    The outcomes are written by one prepared UPDATE run for each item
+    (``executemany``): building an ORM statement per item, or one CASE
+    expression over the batch, costs more than the writes. Should another
     process have taken over an item (its lease ran out), both recorded the
     same operation id's outcome, so either write tells the truth.
     """
-    finished_at = db.now()
-    reached = []
-    for item in items:
-        outcome = outcomes.get(item.target_id)
-        if outcome is None:
-            continue
-        item.state = DONE
-        item.outcome = outcome.outcome
-        item.rejection_code = outcome.code or ""
-        item.audit_model = outcome.audit_model or ""
-        item.audit_id = outcome.audit_id
-        item.finished_at = finished_at
-        reached.append(item)
     manager = BulkItem.objects
+    connection = connections[manager.db]
+    finished_at = connection.ops.adapt_datetimefield_value(db.now())
+    rows = [
+        (
+            DONE,
+            outcome.outcome,
+            outcome.code or "",
+            outcome.audit_model or "",
+            outcome.audit_id,
+            finished_at,
+            item.pk,
+        )
+        for item in items
+        for outcome in [outcomes.get(item.target_id)]
+        if outcome is not None
+    ]
+    table = connection.ops.quote_name(BulkItem._meta.db_table)
     with transaction.atomic(using=manager.db):
-        if reached:
-            manager.bulk_update(
-                reached,
-                [
-                    "state",
-                    "outcome",
-                    "rejection_code",
-                    "audit_model",
-                    "audit_id",
-                    "finished_at",
-                ],
-            )
+        if rows:
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"UPDATE {table} SET state = %s, outcome = %s,"
+                    " rejection_code = %s, audit_model = %s, audit_id = %s,"
+                    " finished_at = %s WHERE id = %s",
+                    rows,
+                )
         left = [item.pk for item in items if item.target_id not in outcomes]
         if left:
             manager.filter(pk__in=left, claim=token, state=CLAIMED).update(
