@@ -19,12 +19,14 @@ The records
 
 Chunks and claims
     An apply works through the plan in chunks (``limit`` items or
-    ``seconds``, whichever ends first), so no request runs long; applying
-    the same bulk id again resumes. An item is claimed with a conditional
-    UPDATE on its own row before it is applied, so several processes
+    ``seconds``, whichever ends first; at least one item each), so no
+    request runs long; applying the same bulk id again resumes. Items are
+    claimed a batch at a time with a conditional UPDATE on their own rows
+    (picked ``FOR UPDATE SKIP LOCKED`` on PostgreSQL), so several processes
     applying one bulk id apply each item once; a claim older than
     :data:`LEASE_SECONDS` is taken over (its process is gone), and the
-    single action's replay by operation id is the final guard.
+    single action's replay by operation id is the final guard. A batch's
+    outcomes are stored in one transaction.
 
 Outcomes
     APPLIED and REJECTED are what the item's audit row records. STALE: the
