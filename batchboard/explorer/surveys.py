@@ -48,8 +48,11 @@ class ListSurvey:
         """Return the first ``limit`` matching rows, a page at a time."""
         rows: list[Mapping[str, Any]] = []
         token: str | None = None
+        # One page size throughout: a cursor continues only the list, filter
+        # and page size it was issued for.
+        size = min(MAX_PAGE_SIZE, limit)
         while len(rows) < limit:
-            page = self.page(min(MAX_PAGE_SIZE, limit - len(rows)), token)
+            page = self.page(size, token)
             rows.extend(page.rows)
             if page.next_cursor is None:
                 break

@@ -328,3 +328,20 @@ def test_planning_costs_the_same_statements_for_few_items_and_many(
     failed_runs(40)
     assert _statements(admin_user) == few
     assert few == 3
+
+
+@pytest.mark.django_db
+def test_a_plan_reads_the_list_page_by_page_up_to_the_bound(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of the list's own size, continued by its cursor, stop at bound + 1."""
+    monkeypatch.setattr(surveys, "MAX_PAGE_SIZE", 2)
+    runs = failed_runs(5)
+    with override_settings(BATCHBOARD={"BULK_MAX_ITEMS": 10}):
+        plan = abandon_plan(admin_user)
+    assert [item.target_id for item in plan.items] == sorted(r.pk for r in runs)
+    with (
+        override_settings(BATCHBOARD={"BULK_MAX_ITEMS": 4}),
+        pytest.raises(actions.BulkTooLarge, match="more than 4 records"),
+    ):
+        abandon_plan(admin_user)
