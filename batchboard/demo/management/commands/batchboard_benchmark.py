@@ -526,9 +526,10 @@ class Command(BenchmarkCommand):
         Time one bulk apply of up to 1,000 FAILED executions against as many
         single ABANDON actions on others (they write).
 
-        A few single actions warm up first, uncounted; then half the single
-        actions run before the bulk apply and half after, so that a drift of
-        the machine's speed weighs on both sides alike.
+        A few single actions warm up first, uncounted; the two sides take
+        alternate rows, and half the single actions run before the bulk
+        apply and half after, so that neither the rows nor a drift of the
+        machine's speed favour one side.
         """
         require_demo("batchboard_benchmark", alias)
         rows = surveys.executions(status="FAILED").read(2 * BULK_ITEMS + WARM_UP)
@@ -537,7 +538,10 @@ class Command(BenchmarkCommand):
             self.stdout.write("Too few FAILED executions left to abandon.")
             return
         warm, rest = rows[:WARM_UP], rows[WARM_UP:]
-        bulk_rows, single_rows = rest[:count], rest[count : 2 * count]
+        # Alternate rows between the two sides: abandoning costs more for
+        # some executions than others (newer ones are read and written
+        # nearer each other), so each side gets the same mix.
+        bulk_rows, single_rows = rest[0 : 2 * count : 2], rest[1 : 2 * count : 2]
 
         def singles(chosen: Any) -> float:
             started = time.perf_counter()
