@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from batchboard import actions
 from batchboard.actions.bulk import plan_bulk
@@ -345,3 +347,26 @@ def test_a_plan_reads_the_list_page_by_page_up_to_the_bound(
         pytest.raises(actions.BulkTooLarge, match="more than 4 records"),
     ):
         abandon_plan(admin_user)
+
+
+@pytest.mark.django_db
+def test_a_claim_whose_process_is_gone_is_taken_over(admin_user: User) -> None:
+    runs = sorted(failed_runs(3), key=lambda run: run.pk)
+    plan = abandon_plan(admin_user)
+    apply(admin_user, plan, limit=0)
+    items = BulkItem.objects.order_by("target_id")
+    now = timezone.now()
+    items.filter(target_id=runs[0].pk).update(
+        state="CLAIMED", claim="gone", claimed_at=now - timedelta(seconds=60)
+    )
+    items.filter(target_id=runs[1].pk).update(
+        state="CLAIMED", claim="alive", claimed_at=now
+    )
+    result = apply(admin_user, plan)
+    outcomes = {item.target_id: item.outcome for item in result.items}
+    assert outcomes == {
+        runs[0].pk: "APPLIED",
+        runs[1].pk: "PENDING",
+        runs[2].pk: "APPLIED",
+    }
+    assert not result.finished

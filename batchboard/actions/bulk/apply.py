@@ -362,14 +362,23 @@ def _claim(
     skip_locked = connections[manager.db].features.has_select_for_update_skip_locked
     claiming = transaction.atomic(using=manager.db) if skip_locked else nullcontext()
     with claiming:
-        candidates = (
-            manager.filter(operation=operation)
-            .filter(_claimable(lease))
-            .order_by("target_id")
-        )
-        if skip_locked:
-            candidates = candidates.select_for_update(skip_locked=True)
-        picked = list(candidates.values_list("pk", flat=True)[:size])
+        # Waiting items first, then claims whose process is gone: each
+        # condition is served by (operation, state, target_id) on its own.
+        picked: list[int] = []
+        for condition in (
+            Q(state=PENDING),
+            Q(state=CLAIMED, claimed_at__lt=lease),
+        ):
+            candidates = (
+                manager.filter(operation=operation)
+                .filter(condition)
+                .order_by("target_id")
+            )
+            if skip_locked:
+                candidates = candidates.select_for_update(skip_locked=True)
+            picked = list(candidates.values_list("pk", flat=True)[:size])
+            if picked:
+                break
         if not picked:
             return False, []
         manager.filter(pk__in=picked).filter(_claimable(lease)).update(
