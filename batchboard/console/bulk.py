@@ -88,7 +88,9 @@ def bulk_plan(request: HttpRequest, source: str, action: str) -> HttpResponse:
     context: dict[str, Any] = {
         "plan": plan,
         "source": source,
-        "may_apply": permissions.may(request.user, action),
+        # Applying shows the result page, which links the audit rows.
+        "may_apply": permissions.may(request.user, action)
+        and request.user.has_perms(VIEW_AUDIT),
         "auth_class": vocabulary.ACTION_CLASSES[action],
         "consequence": _what(action),
         "reasons": vocabulary.reasons_for(action),
@@ -151,7 +153,7 @@ def _planned_page(request: HttpRequest, plan: actions.BulkPlan) -> dict[str, Any
 
 
 @require_POST
-@guarded(ReadGate(VIEW_EXECUTIONS))
+@guarded(ReadGate(VIEW_AUDIT))
 def bulk_apply(request: HttpRequest) -> HttpResponse:
     """Record a reviewed plan as a bulk operation, then show it applying."""
     form = forms.BulkApplyForm.for_action(request.POST)
