@@ -96,6 +96,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors.extend(_read_database_errors())
     errors.extend(_cause_link_errors())
     errors.extend(_metrics_errors())
+    errors.extend(_state_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -105,6 +106,62 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 f"BATCHBOARD['PAGE_SIZE'] is {page_size!r}.",
                 hint=f"Use a whole number from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}.",
                 id="batchboard.E004",
+            )
+        )
+    return errors
+
+
+#: The largest BULK_MAX_ITEMS accepted: a plan's items travel in one form.
+MAX_BULK_ITEMS = 10_000
+
+
+def _state_errors() -> list[CheckMessage]:
+    """Validate ``STATE_DATABASE`` and ``BULK_MAX_ITEMS``."""
+    errors: list[CheckMessage] = []
+    state = conf.state_alias()
+    if state not in settings.DATABASES or state in conf.read_aliases():
+        errors.append(
+            Error(
+                f"BATCHBOARD['STATE_DATABASE'] names the alias {state!r}, which "
+                "is not a writable database of the site.",
+                hint="Name an alias of DATABASES that is not a replica "
+                "(READ_DATABASES); the default is 'default'.",
+                id="batchboard.E017",
+            )
+        )
+    elif state != "default" and not any(
+        str(path).endswith("BatchboardRouter")
+        for path in getattr(settings, "DATABASE_ROUTERS", [])
+    ):
+        errors.append(
+            Error(
+                f"batchboard's own state is on {state!r} but BatchboardRouter is "
+                "not installed.",
+                hint="Add 'batchboard.routers.BatchboardRouter' to DATABASE_ROUTERS.",
+                id="batchboard.E017",
+            )
+        )
+    if state == conf.database_alias() != "default" and conf.is_attached():
+        errors.append(
+            Error(
+                f"BATCHBOARD['STATE_DATABASE'] is the attached metadata database "
+                f"{state!r}, which batchboard never migrates.",
+                hint="Keep batchboard's own state in the site's database: leave "
+                "STATE_DATABASE at 'default' or name another writable alias.",
+                id="batchboard.E017",
+            )
+        )
+    bound = conf.get_config()["BULK_MAX_ITEMS"]
+    if (
+        isinstance(bound, bool)
+        or not isinstance(bound, int)
+        or not (1 <= bound <= MAX_BULK_ITEMS)
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['BULK_MAX_ITEMS'] is {bound!r}.",
+                hint=f"Use a whole number from 1 to {MAX_BULK_ITEMS}.",
+                id="batchboard.E018",
             )
         )
     return errors

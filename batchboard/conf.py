@@ -27,6 +27,14 @@ ACTION_ROLES = (OPERATOR, RETENTION)
 DEFAULTS: dict[str, Any] = {
     # Database alias that holds the oxide-batch metadata tables.
     "DATABASE": "default",
+    # Database alias that holds batchboard's own state (bulk operations and
+    # their items; batchboard.state): the site's database, with ordinary
+    # migrations. Never the oxide_batch schema; when it differs from
+    # DATABASE, nothing of batchboard's own is created on DATABASE.
+    "STATE_DATABASE": "default",
+    # The most records a bulk action's plan may hold (1..10000); a filter
+    # matching more is refused and asked to be narrowed.
+    "BULK_MAX_ITEMS": 1000,
     # "managed": batchboard's migration creates the schema.
     # "attached": an existing oxide-batch database; no DDL, ever.
     "SCHEMA": MANAGED,
@@ -99,6 +107,16 @@ def _reset_config(*, setting: str, **kwargs: Any) -> None:
 def database_alias() -> str:
     """Return the alias of the database that holds the metadata tables."""
     return str(get_config()["DATABASE"])
+
+
+def state_alias() -> str:
+    """Return the alias of the database that holds batchboard's own state."""
+    return str(get_config()["STATE_DATABASE"])
+
+
+def bulk_max_items() -> int:
+    """Return ``BULK_MAX_ITEMS`` (validated by check E018)."""
+    return int(get_config()["BULK_MAX_ITEMS"])
 
 
 def schema_mode() -> str:

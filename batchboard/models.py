@@ -524,3 +524,9 @@ class ComponentState(Identified):
 
     def __str__(self) -> str:
         return f"component state #{self.pk} {self.namespace}"
+
+
+# batchboard's own state, routed to the site's database (batchboard.state).
+from batchboard.state import BulkItem as BulkItem  # noqa: E402
+from batchboard.state import BulkOperation as BulkOperation  # noqa: E402
+from batchboard.state import OwnState as OwnState  # noqa: E402

@@ -20,6 +20,9 @@ the instance they name (a primary-key lookup per row shown): a row renders
 the same after retention purged its target, but for its job, which is then
 no longer known. A purge's own row names no job: oxide-batch records it
 without an instance (spec 6.3) and nothing else on it names the job.
+
+The first page also lists the newest bulk operations (batchboard's own
+records, :func:`bulk_operations`), each linking to its items.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from batchboard.explorer.links import job_filter_url, link
 from batchboard.explorer.pagination import Page, Row, Window
 from batchboard.explorer.presenters import Clock, outcome_tone, status_change
 from batchboard.models import (
+    BulkOperation,
     JobExecution,
     JobInstance,
     OperatorRequest,
@@ -502,3 +506,19 @@ def present(rows: list[Row], clock: Clock) -> list[Row]:
         if row["kind"] == RETENTION and row["action"] == "APPLY_PURGE":
             row["purged"] = sum(int(row[name]) for name in v4.PURGE_COUNTERS)
     return rows
+
+
+# -- bulk operations -------------------------------------------------------------
+
+#: The bulk operations the audit log's first page lists, newest first.
+BULK_OPERATIONS_SHOWN: Final = 20
+
+
+def bulk_operations(limit: int = BULK_OPERATIONS_SHOWN) -> list[BulkOperation]:
+    """
+    Return the newest bulk operations (batchboard's own state), newest first.
+
+    One statement on ``(started_at DESC, id DESC)``; each operation links to
+    its page, which lists its items and their audit rows.
+    """
+    return list(BulkOperation.objects.order_by("-started_at", "-id")[:limit])

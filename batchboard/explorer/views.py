@@ -923,4 +923,6 @@ def audit(request: HttpRequest) -> HttpResponse:
         # Each row's operation id links to the log filtered by it.
         "audit_url": reverse("batchboard:audit"),
     }
+    if found.page.first and not wants_fragment(request):
+        context["bulk_operations"] = audit_log.bulk_operations()
     return _list(request, form, found.page, present, AUDIT_LOG, context)

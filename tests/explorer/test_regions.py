@@ -58,6 +58,9 @@ def _arguments(history: History) -> dict[str, Any]:
         "step_id": history.partitioned.pk,
         "partition_id": partition.pk,
         "job_name": history.instance.job_name,
+        "source": "executions",
+        "action": "ABANDON",
+        "bulk_id": "bulk-none",
     }
 
 

@@ -12,6 +12,7 @@ from django.db.models.fields import NOT_PROVIDED
 
 from batchboard import conf, schema
 from batchboard.models import LABELS, SchemaVersion
+from batchboard.routers import is_own_state
 from batchboard.schema import v4
 
 #: The Django field class of each schema type (``varchar(n)`` is a CharField
@@ -35,6 +36,8 @@ def _models() -> dict[str, type[models.Model]]:
     return {
         model._meta.db_table: model
         for model in apps.get_app_config("batchboard").get_models()
+        # batchboard's own state (batchboard.state) is not oxide-batch's.
+        if not is_own_state(model)
     }
 
 

@@ -8,7 +8,10 @@ measured in the same run: the floor any page could reach. The pages are the
 overview, the executions list unfiltered and under every status, a busy and
 a rare job (their executions and their instances), the unresolved list, the
 admin changelist and the record pages; the purge plan of a busy job (batch
-1,000) is timed as well. Deep pages are reached with cursors built for the
+1,000) and a bulk ABANDON plan of 1,000 FAILED executions are timed as
+well. Last, 1,000 FAILED executions are abandoned by one bulk apply and
+1,000 others by 1,000 single actions, each timed once (these write: demo
+databases only). Deep pages are reached with cursors built for the
 position, exactly as paging there would leave them, since cursors only
 carry a key and a ceiling.
 
@@ -21,6 +24,7 @@ leaves.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +40,14 @@ from django.urls import reverse
 from prometheus_client.parser import text_string_to_metric_families
 
 from batchboard import conf, cursors, vocabulary
+from batchboard.actions import (
+    abandon_execution,
+    apply_bulk,
+    bulk_digest,
+    new_operation_id,
+    plan_bulk,
+)
+from batchboard.actions.bulk import Survey
 from batchboard.actions.purge import MAX_BATCH, plan_purge
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
@@ -47,7 +59,7 @@ from batchboard.demo.measure import (
     measure,
     unresolved_executions,
 )
-from batchboard.explorer import queries
+from batchboard.explorer import queries, surveys
 from batchboard.metrics import budget, database
 from batchboard.metrics.views import exposition
 from batchboard.models import JobExecution
@@ -61,6 +73,10 @@ PAGE_TARGET = 1.5
 PURGE_TARGET = 15.0
 #: A /metrics scrape within this many milliseconds (issue 20).
 SCRAPE_TARGET_MS = 50.0
+#: A bulk plan of this many items; its target is the purge plan's.
+BULK_ITEMS = 1000
+#: Single actions run before the applies are timed, uncounted.
+WARM_UP = 20
 
 
 def unresolved_needed(executions: int) -> int:
@@ -201,6 +217,41 @@ def scrape_series(allowlist: list[str]) -> int:
         )
         for f in families
     )
+
+
+@dataclass(frozen=True)
+class FirstRows:
+    """A survey's first ``count`` rows: a full plan of a filter matching more."""
+
+    survey: Survey
+    count: int
+
+    @property
+    def kind(self) -> Any:
+        return self.survey.kind
+
+    @property
+    def filters(self) -> Any:
+        return self.survey.filters
+
+    def read(self, limit: int) -> Any:
+        return self.survey.read(min(limit, self.count))
+
+
+def _bulk_plan_view(request: HttpRequest) -> HttpResponse:
+    """
+    Plan ABANDON on the first 1,000 FAILED executions and answer its size.
+
+    The executions list's keyset pages (500 rows each) and the two
+    statements that answer ABANDON for every item (recovery decisions,
+    later attempts).
+    """
+    plan = plan_bulk(
+        user=request.user,
+        action="ABANDON",
+        survey=FirstRows(surveys.executions(status="FAILED"), BULK_ITEMS),
+    )
+    return HttpResponse(f"{len(plan.items)} items")
 
 
 class Command(BenchmarkCommand):
@@ -496,6 +547,12 @@ class Command(BenchmarkCommand):
             view=functools.partial(_purge_plan_view, job_name=facts["busy"]),
         )
         results.append(purge)
+        bulk = page(
+            f"bulk plan ABANDON, {BULK_ITEMS:,} FAILED items",
+            "/bulk-plan/",
+            view=_bulk_plan_view,
+        )
+        results.append(bulk)
         # /metrics with the busiest jobs on its allowlist (at most 50): the
         # join to the instances and the job label's CASE are measured too.
         allowlist = [name for name, *_rest in landmarks(alias).jobs][
@@ -513,13 +570,14 @@ class Command(BenchmarkCommand):
         ):
             self._measure(results, repeat)
         self._report(results, floor, depth, repeat)
-        self._verdict(results[2:-1], floor, strict, purge)
+        self._verdict(results[2:-1], floor, strict, purge, bulk)
         verdict = "within" if scrape.first <= SCRAPE_TARGET_MS else "OVER"
         self.stdout.write(
             f"/metrics scrape: {scrape.first:.2f} ms, {verdict} the "
             f"{SCRAPE_TARGET_MS:g} ms target; at most {series} label sets in "
             f"a family (budget {budget.SERIES_BUDGET})."
         )
+        self._applies(alias, user)
 
     def _measure(self, results: list[Measured], repeat: int) -> None:
         measure(
@@ -532,13 +590,76 @@ class Command(BenchmarkCommand):
             repeat,
         )
 
+    def _applies(self, alias: str, user: Any) -> None:
+        """
+        Time one bulk apply of up to 1,000 FAILED executions against as many
+        single ABANDON actions on others (they write).
+
+        A few single actions warm up first, uncounted; the two sides take
+        alternate rows, and half the single actions run before the bulk
+        apply and half after, so that neither the rows nor a drift of the
+        machine's speed favour one side.
+        """
+        require_demo("batchboard_benchmark", alias)
+        rows = surveys.executions(status="FAILED").read(2 * BULK_ITEMS + WARM_UP)
+        count = (len(rows) - WARM_UP) // 2
+        if count <= 1:
+            self.stdout.write("Too few FAILED executions left to abandon.")
+            return
+        warm, rest = rows[:WARM_UP], rows[WARM_UP:]
+        # Alternate rows between the two sides: abandoning costs more for
+        # some executions than others (newer ones are read and written
+        # nearer each other), so each side gets the same mix.
+        bulk_rows, single_rows = rest[0 : 2 * count : 2], rest[1 : 2 * count : 2]
+
+        def singles(chosen: Any) -> float:
+            started = time.perf_counter()
+            for row in chosen:
+                abandon_execution(
+                    user=user,
+                    execution_id=int(row["id"]),
+                    expected_version=int(row["version"]),
+                    reason_code="OPERATOR_DECISION",
+                    operation_id=new_operation_id(),
+                )
+            return (time.perf_counter() - started) * 1000
+
+        singles(warm)
+        single_ms = singles(single_rows[: count // 2])
+        filters = {"list": "benchmark"}
+        items = [(int(row["id"]), int(row["version"])) for row in bulk_rows]
+        started = time.perf_counter()
+        result = apply_bulk(
+            user=user,
+            action="ABANDON",
+            filters=filters,
+            items=items,
+            digest=bulk_digest("ABANDON", filters, items),
+            reason_code="OPERATOR_DECISION",
+        )
+        bulk_ms = (time.perf_counter() - started) * 1000
+        single_ms += singles(single_rows[count // 2 :])
+        ratio = bulk_ms / single_ms
+        verdict = "within" if ratio <= 1.0 else "OVER"
+        self.stdout.write(
+            f"\nApply ABANDON to {count:,} executions: one bulk apply "
+            f"{bulk_ms:,.0f} ms ({result.counts['APPLIED']:,} applied), "
+            f"{count:,} single actions {single_ms:,.0f} ms: {ratio:.2f}x, "
+            f"{verdict} the 1x target."
+        )
+
     def _verdict(
-        self, pages: list[Measured], floor: Measured, strict: Measured, purge: Measured
+        self,
+        pages: list[Measured],
+        floor: Measured,
+        strict: Measured,
+        purge: Measured,
+        bulk: Measured,
     ) -> None:
         strict_deep = strict.deep
         floor_deep = floor.deep
         assert strict_deep is not None and floor_deep is not None
-        explorer = [row for row in pages if row is not purge]
+        explorer = [row for row in pages if row is not purge and row is not bulk]
         worst_first = max(row.first for row in explorer) / strict.first
         worst_deep = max(
             row.deep / strict_deep for row in explorer if row.deep is not None
@@ -565,6 +686,12 @@ class Command(BenchmarkCommand):
         verdict = "within" if ratio <= PURGE_TARGET else "OVER"
         self.stdout.write(
             f"Purge plan: {ratio:.2f}x the minimal keyset view, {verdict} the "
+            f"{PURGE_TARGET:g}x target."
+        )
+        ratio = bulk.first / floor.first
+        verdict = "within" if ratio <= PURGE_TARGET else "OVER"
+        self.stdout.write(
+            f"Bulk plan: {ratio:.2f}x the minimal keyset view, {verdict} the "
             f"{PURGE_TARGET:g}x target."
         )
 
