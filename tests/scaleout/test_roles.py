@@ -94,9 +94,19 @@ def test_every_page_and_action_works(cluster: Cluster, role_site: Site) -> None:
         return int(rows[0][0])
 
     running = cluster.running_execution()
+    # A STOPPED latest attempt of its instance: an attempt already restarted
+    # offers no abandon (actions.eligibility), and the history's finished
+    # latest attempts all completed.
     failed = one(
-        "SELECT id FROM oxide_batch.ob_job_execution "
-        "WHERE status IN ('FAILED', 'STOPPED') ORDER BY id DESC LIMIT 1"
+        "SELECT e.id FROM oxide_batch.ob_job_execution e "
+        "WHERE e.status = 'COMPLETED' AND NOT EXISTS (SELECT 1 FROM "
+        "oxide_batch.ob_job_execution later WHERE later.job_instance_id = "
+        "e.job_instance_id AND later.attempt > e.attempt) ORDER BY e.id DESC LIMIT 1"
+    )
+    cluster.primary.query(
+        "UPDATE oxide_batch.ob_job_execution SET status = 'STOPPED', "
+        "exit_code = 'STOPPED' WHERE id = %s",
+        [failed],
     )
     # A running execution whose owner went silent two hours ago.
     stale = one(
