@@ -65,6 +65,8 @@ DEFAULTS: dict[str, Any] = {
     # PostgreSQL: statement timeout (milliseconds, 1 ms..24 h, spec 9.3) of
     # the transaction a page's reads run in (SET LOCAL, PgBouncer-safe).
     "STATEMENT_TIMEOUT_MS": 30_000,
+    # Calls one API token may make in one minute (a 429 envelope past it).
+    "API_TOKEN_RATE": 600,
 }
 
 

@@ -7,6 +7,9 @@ namespace, so every name reverses as ``batchboard:<name>``.
 
 from __future__ import annotations
 
+from django.urls import include, path
+
+from batchboard.api import urls as api_urls
 from batchboard.console import urls as console_urls
 from batchboard.explorer import urls as explorer_urls
 
@@ -16,4 +19,6 @@ urlpatterns = [
     *explorer_urls.urlpatterns,
     # Operator actions live beside the pages they act on (same namespace).
     *console_urls.urlpatterns,
+    # The JSON API in the CLI's envelope (docs/api.md).
+    path("api/v1/", include(api_urls.urlpatterns)),
 ]
