@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
+from batchboard.api import pages as api_pages
 from batchboard.api import urls as api_urls
 from batchboard.console import urls as console_urls
 from batchboard.explorer import urls as explorer_urls
@@ -21,4 +22,8 @@ urlpatterns = [
     *console_urls.urlpatterns,
     # The JSON API in the CLI's envelope (docs/api.md).
     path("api/v1/", include(api_urls.urlpatterns)),
+    path("tokens/", api_pages.token_list, name="api_tokens"),
+    path(
+        "tokens/<int:token_id>/revoke/", api_pages.token_revoke, name="api_token_revoke"
+    ),
 ]

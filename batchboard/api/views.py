@@ -20,7 +20,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from batchboard import actions, cursors
+from batchboard import actions, cursors, replicas
 from batchboard.actions import results
 from batchboard.actions.recovery import CANDIDATE
 from batchboard.api import output, projections
@@ -36,7 +36,6 @@ from batchboard.models import (
     RetentionAction,
 )
 from batchboard.vocabulary import FINISHED, STATUSES
-from batchboard.web import READS_ATTRIBUTE
 
 ApiView = Callable[..., Envelope]
 
@@ -128,8 +127,17 @@ def endpoint(
                 response["Allow"] = ", ".join(methods)
                 return response
             try:
+                # Authenticating counts the token's call (a write), so it
+                # runs before the read: a GET's reads then run in one
+                # bounded read transaction, on a replica when one may serve
+                # them (batchboard.replicas); actions write on the primary.
                 user = inputs.caller(request, command)
-                envelope = view(request, user, *args, **kwargs)
+                if request.method in ("GET", "HEAD"):
+                    session = getattr(request, "session", None)
+                    with replicas.reading(session, replica=methods == ("GET",)):
+                        envelope = view(request, user, *args, **kwargs)
+                else:
+                    envelope = view(request, user, *args, **kwargs)
             except Refused as refused:
                 envelope = refused.envelope
             except cursors.CursorError as error:
@@ -160,11 +168,6 @@ def endpoint(
             return envelope.response()
 
         guarded = csrf_exempt(run)
-        # Reads run in one bounded read transaction, on a replica when one
-        # may serve them; actions write on the primary.
-        setattr(
-            guarded, READS_ATTRIBUTE, "replica" if methods == ("GET",) else "primary"
-        )
         guarded.batchboard_api_command = command  # type: ignore[attr-defined]
         return guarded
 
