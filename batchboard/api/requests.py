@@ -187,7 +187,7 @@ def body(
         )
     try:
         document = json.loads(raw.decode("utf-8") or "{}")
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise refuse(
             command, "USAGE", "MALFORMED_BODY", "the request body is not a JSON object"
         ) from None

@@ -10,18 +10,21 @@ by the same function the action views answer with.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 from django.test import Client
 
 from batchboard import actions, digests
 from batchboard.actions import ServiceActor
 from batchboard.api import views
+from batchboard.api.output import Envelope
 from batchboard.db import alias, back_dated
+from batchboard.explorer import queries
 from batchboard.models import JobExecution, JobInstance, OperatorRequest
-from batchboard.vocabulary import DESTRUCTIVE, LIFECYCLE
+from batchboard.vocabulary import DESTRUCTIVE, LIFECYCLE, MAX_RESPONSE_BYTES
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -211,3 +214,43 @@ def test_the_same_stop_over_http_answers_in_the_same_shape(db: None) -> None:
     assert again.content.endswith(
         b'"outcome":"success","schema_version":1,"truncated":false}\n'
     )
+
+
+def test_an_unavailable_repository(
+    reader: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def down(*args: object, **kwargs: object) -> None:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(queries, "job_names", down)
+    response = reader.get("/api/v1/jobs/")
+    assert response.status_code == 503
+    assert response.content == (
+        b'{"command":"job list","data":null,"diagnostics":[{"code":"REPOSITORY_UNAVAILABLE",'
+        b'"detail":"the repository is unavailable"}],"outcome":"error","schema_version":1,'
+        b'"truncated":false}\n'
+    )
+
+
+def test_the_size_bound_keeps_the_longest_prefix_that_fits() -> None:
+    rows = [{"n": index, "pad": "é" * 1000} for index in range(400)]
+    page = {"next_cursor": None, "page_size": 400, "returned": 400}
+    rendered = Envelope("job list", rows, page=page).render()
+    assert len(rendered) <= MAX_RESPONSE_BYTES
+    body = json.loads(rendered)
+    assert body["truncated"] is True and body["page"] == page
+    kept = len(body["data"])
+    assert 0 < kept < 400 and body["data"] == rows[:kept]
+    longer = Envelope("job list", rows[: kept + 1], page=page)
+    assert len(longer._fits(rows[: kept + 1]) or b"x" * MAX_RESPONSE_BYTES * 2) > (
+        MAX_RESPONSE_BYTES
+    )
+    scalar = json.loads(Envelope("job list", "x" * MAX_RESPONSE_BYTES).render())
+    assert scalar["data"] == {"omitted": "the value exceeds the response bound"}
+    keyed = json.loads(
+        Envelope(
+            "execution show", {f"k{i:03}": "y" * 1000 for i in range(300)}
+        ).render()
+    )
+    assert keyed["truncated"] is True
+    assert list(keyed["data"]) == [f"k{i:03}" for i in range(len(keyed["data"]))]
