@@ -12,8 +12,9 @@ import json
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_safe
+from django.views.decorators.csrf import csrf_exempt
 
+from batchboard.api import output
 from batchboard.api.exits import CATEGORIES
 
 DIAGNOSTIC = {
@@ -229,9 +230,16 @@ def _path_names(route: str) -> list[str]:
     return [part[1:-1] for part in route.split("/") if part.startswith("{")]
 
 
-@require_safe
+@csrf_exempt
 def openapi(request: HttpRequest) -> HttpResponse:
     """Serve the document as JSON (public: it describes, it reads nothing)."""
+    if request.method not in ("GET", "HEAD"):
+        response = output.failure(
+            "schema", "USAGE", "METHOD_NOT_ALLOWED", "the method is not allowed"
+        ).response()
+        response.status_code = 405
+        response["Allow"] = "GET, HEAD"
+        return response
     return HttpResponse(
         json.dumps(document(), sort_keys=True, indent=1),
         content_type="application/json",

@@ -12,6 +12,7 @@ fixed sweep sends each of the worst to every parameter of every URL.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from urllib.parse import quote, urlencode
@@ -91,6 +92,10 @@ PARAMS = (
     "held",
     "next",
     "identifying_parameters__x__value__startswith",
+    # The JSON API's parameters.
+    "page_size",
+    "unresolved_age",
+    "record",
 )
 
 _CONVERTER = re.compile(r"<(?:(?P<kind>[^>:]+):)?(?P<name>[^>]+)>")
@@ -320,3 +325,76 @@ def test_hypothesis_draws_find_no_server_error(
     before = _snapshot()
     _check(client, role, _url(route, segment), params)
     assert _snapshot() == before
+
+
+# -- the JSON API's bodies ---------------------------------------------------------
+
+API_ROUTES = [route for route in ROUTES if route.startswith("api/v1/")]
+_JSON = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False),
+        VALUES,
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(_TEXT, inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+#: Every field an API body takes, so draws reach past the unknown-field check.
+BODY_FIELDS = (
+    "expected_version",
+    "operation_id",
+    "reason",
+    "directive",
+    "evidence_digest",
+    "failure_category",
+    "failure_id",
+    "job",
+    "older_than",
+    "batch",
+    "status",
+    "plan_digest",
+)
+
+
+def test_the_fuzz_covers_every_api_route() -> None:
+    from batchboard.api.urls import urlpatterns
+
+    named = {str(p.pattern) for p in urlpatterns if "^" not in str(p.pattern)}
+    assert {route.removeprefix("api/v1/") for route in API_ROUTES} == named
+
+
+@pytest.mark.parametrize("role", ROLES)
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    route=st.sampled_from(API_ROUTES),
+    segment=VALUES,
+    body=st.one_of(
+        st.dictionaries(st.sampled_from(BODY_FIELDS), _JSON, max_size=6),
+        _JSON,
+        st.binary(max_size=64),
+    ),
+)
+def test_hypothesis_json_bodies_get_the_envelope(
+    world: History, role: str, route: str, segment: str, body: object
+) -> None:
+    """POST drawn bodies to every API route: the envelope, never a 500 or HTML."""
+    client = _client(role)
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    real = (
+        _url(route, str(world.failed.pk)) if segment.isascii() else _url(route, segment)
+    )
+    response = client.post(real, raw, content_type="application/json")
+    assert response.status_code < 500, (role, real[:200], response.status_code)
+    assert response["Content-Type"] == "application/json", (role, real[:200])
+    text = response.content.decode("utf-8")
+    assert not RAW_TAG.search(text)
+    assert json.loads(text)["schema_version"] == 1
