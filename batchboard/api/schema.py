@@ -127,6 +127,36 @@ OPERATIONS: list[
         [],
         (["operation_id", "reason"], []),
     ),
+    ("/audit/", "get", "audit list", [*LIST, "action", "job", "operation"], None),
+    ("/bulk/", "get", "bulk list", LIST, None),
+    (
+        "/bulk/plan/",
+        "post",
+        "bulk plan",
+        [],
+        (
+            ["action", "list"],
+            [
+                "status",
+                "job",
+                "age",
+                "directive",
+                "reason",
+                "failure_category",
+                "failure_id",
+            ],
+        ),
+    ),
+    (
+        "/bulk/apply/",
+        "post",
+        "bulk apply",
+        [],
+        (
+            ["action", "digest", "filters", "items"],
+            ["bulk_id", "reason", "directive", "failure_category", "failure_id"],
+        ),
+    ),
     (
         "/retention/plan/",
         "post",
@@ -150,7 +180,10 @@ FIELD_TYPES: dict[str, Any] = {
     "expected_version": {"type": "integer", "minimum": 0},
     "failure_id": {"type": "integer", "minimum": 1},
     "batch": {"type": "integer", "minimum": 1, "maximum": 1000},
-    "status": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    "status": {"type": ["array", "string"], "items": {"type": "string"}},
+    "age": {"type": "integer", "minimum": 60},
+    "filters": {"type": "object"},
+    "items": {"type": "array", "items": {"type": "object"}},
 }
 
 

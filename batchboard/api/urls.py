@@ -50,5 +50,9 @@ urlpatterns = [
     ),
     path("retention/plan/", views.purge_plan, name="api-purge-plan"),
     path("retention/apply/", views.purge_apply, name="api-purge-apply"),
+    path("audit/", views.audit, name="api-audit"),
+    path("bulk/", views.bulk_list, name="api-bulk-list"),
+    path("bulk/plan/", views.bulk_plan, name="api-bulk-plan"),
+    path("bulk/apply/", views.bulk_apply, name="api-bulk-apply"),
     re_path(r"^(?P<rest>.*)$", views.unknown, name="api-unknown"),
 ]

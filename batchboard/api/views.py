@@ -12,6 +12,8 @@ the CLI's own.
 from __future__ import annotations
 
 import functools
+import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,15 +23,17 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from batchboard import actions, cursors, replicas
-from batchboard.actions import results
+from batchboard.actions import bulk, results
 from batchboard.actions.recovery import CANDIDATE
 from batchboard.api import output, projections
 from batchboard.api import requests as inputs
 from batchboard.api.output import Envelope, diagnostic
 from batchboard.api.requests import Refused, refuse
-from batchboard.explorer import access, queries
+from batchboard.explorer import access, pagination, queries, surveys
+from batchboard.explorer import audit as audit_log
 from batchboard.explorer.pagination import Page
 from batchboard.models import (
+    BulkOperation,
     JobExecution,
     JobInstance,
     OperatorRequest,
@@ -38,6 +42,7 @@ from batchboard.models import (
 from batchboard.vocabulary import FINISHED, STATUSES
 
 ApiView = Callable[..., Envelope]
+EVIDENCE_RE = re.compile(r"[0-9A-Fa-f]{64}")
 
 CURSOR_DETAILS = {
     cursors.CursorQueryMismatch: "the continuation token does not belong to this query",
@@ -81,7 +86,7 @@ def _action_error(command: str, error: results.ActionError) -> Envelope:
         ),
         (
             results.EvidenceStale,
-            "OPTIMISTIC_CONFLICT",
+            "GUARD_REJECTED",
             "RECOVERY_EVIDENCE_STALE",
             "the supplied evidence digest does not match the current proposal",
         ),
@@ -591,7 +596,11 @@ def recover(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
         raise refuse(
             command, "USAGE", "INVALID_VALUE", "the directive is mark-failed or abandon"
         )
-    digest = inputs.text_field(document, "evidence_digest", command).lower()
+    digest_text = inputs.text_field(document, "evidence_digest", command)
+    if not EVIDENCE_RE.fullmatch(digest_text):
+        raise refuse(
+            command, "USAGE", "INVALID_EVIDENCE", "the evidence digest is 64 hex digits"
+        )
     proposal = actions.propose(ident)
     if proposal.observed_version != version:
         return Envelope(
@@ -609,7 +618,7 @@ def recover(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
         user=user,
         execution_id=ident,
         expected_version=version,
-        evidence_digest=digest,
+        evidence_digest=bytes.fromhex(digest_text),
         unknown_commit=proposal.evidence.unknown_commit,
         directive=directive,
         reason_code=inputs.text_field(document, "reason", command),
@@ -774,4 +783,290 @@ def purge_apply(request: HttpRequest, user: Any) -> Envelope:
 def unknown(request: HttpRequest, user: Any, rest: str = "") -> Envelope:
     raise refuse(
         "unknown", "USAGE", "UNKNOWN_COMMAND", "no command answers at this path"
+    )
+
+
+# -- batchboard's own lists ---------------------------------------------------------
+
+
+def _audit_row(row: dict[str, Any]) -> dict[str, Any]:
+    if row["kind"] == audit_log.REQUESTS:
+        return {
+            "action": row["action"],
+            "actor": row["actor_ref"],
+            "execution_id": row["job_execution_id"],
+            "instance_id": row["job_instance_id"],
+            "operation_id": row["operation_id"],
+            "outcome": row["outcome_class"],
+            "prior_status": row["prior_status"],
+            "reason": row["reason_code"],
+            "record": "operator_request",
+            "rejection": row["rejection_code"],
+            "request_id": row["id"],
+            "requested_at": projections.seconds(row["requested_at"]),
+            "result_status": row["result_status"],
+        }
+    return {
+        "action": row["action"],
+        "action_id": row["id"],
+        "actor": row["actor_ref"],
+        "applied_at": projections.seconds(row["applied_at"]),
+        "batch_bound": row["batch_bound"],
+        "counts": {
+            name: int(row[f"deleted_{name}"]) for name in projections.PURGE_COUNT_NAMES
+        },
+        "instance_id": row["job_instance_id"],
+        "operation_id": row["operation_id"],
+        "outcome": row["outcome_class"],
+        "reason": row["reason_code"],
+        "record": "retention_action",
+    }
+
+
+@endpoint("audit list")
+def audit(request: HttpRequest, user: Any) -> Envelope:
+    """batchboard's own: the audit log, newest first (both audit tables merged)."""
+    command = "audit list"
+    inputs.check_params(request, command, LIST_PARAMS | {"action", "job", "operation"})
+    inputs.require_perms(user, command, *access.VIEW_AUDIT)
+    size = inputs.page_size(request, command)
+    data = {
+        name: request.GET[name]
+        for name in ("action", "job", "operation", "cursor")
+        if name in request.GET
+    }
+    form = audit_log.AuditForm({**data, "size": str(size)})
+    if not form.is_valid():
+        raise refuse(command, "USAGE", "INVALID_VALUE", "a filter value is not valid")
+    found = audit_log.read(form)
+    rows = [_audit_row(row) for row in found.page.rows]
+    return _paged(command, found.page, rows)
+
+
+@endpoint("bulk list")
+def bulk_list(request: HttpRequest, user: Any) -> Envelope:
+    """batchboard's own: bulk operations, newest first."""
+    command = "bulk list"
+    inputs.check_params(request, command, LIST_PARAMS)
+    inputs.require_perms(user, command, *access.VIEW_AUDIT)
+    size = inputs.page_size(request, command)
+    window = pagination.Window.open(
+        cursors.bulk_operations(), size, inputs.cursor(request)
+    )
+    operations = BulkOperation.objects.order_by("-id")
+    if window.after is not None:
+        operations = operations.filter(id__lt=cursors.identity_key(window.after))
+    if window.ceiling is not None:
+        operations = operations.filter(id__lte=window.ceiling)
+    rows = [
+        {
+            **row,
+            pagination.CEILING: window.ceiling
+            if window.ceiling is not None
+            else BulkOperation.objects.order_by("-id")
+            .values_list("id", flat=True)
+            .first(),
+        }
+        for row in operations.values()[:size]
+    ]
+    page = pagination.assemble(
+        rows, window, lambda row: cursors.Identity(row["id"]), lambda row: 512
+    )
+    data = [
+        {
+            "action": row["action"],
+            "actor": row["actor_ref"],
+            "applied": row["applied"],
+            "bulk_id": row["bulk_id"],
+            "digest": row["digest"],
+            "filters": json.loads(row["filters"]),
+            "finished_at": projections.seconds(row["finished_at"]),
+            "item_count": row["item_count"],
+            "reason": row["reason_code"] or None,
+            "rejected": row["rejected"],
+            "stale": row["stale"],
+            "started_at": projections.seconds(row["started_at"]),
+        }
+        for row in page.rows
+    ]
+    return _paged(command, page, data)
+
+
+# -- bulk actions -------------------------------------------------------------------
+
+
+def _survey(document: dict[str, Any], command: str) -> surveys.ListSurvey:
+    source = document.get("list")
+    if source == surveys.EXECUTIONS:
+        status = document.get("status", "")
+        job = document.get("job", "")
+        if not isinstance(status, str) or (status and status not in STATUSES):
+            raise refuse(
+                command, "USAGE", "INVALID_STATUS", "the status is not a known status"
+            )
+        if not isinstance(job, str) or len(job) > 128:
+            raise refuse(
+                command, "USAGE", "INVALID_JOB", "the job name is 1 to 128 bytes"
+            )
+        return surveys.executions(status, job)
+    if source == surveys.UNRESOLVED:
+        age = document.get("age")
+        if isinstance(age, bool) or not isinstance(age, int) or not 60 <= age < 2**31:
+            raise refuse(
+                command,
+                "USAGE",
+                "AGE_BOUND_TOO_SMALL",
+                "the age bound must be at least 60 seconds",
+            )
+        return surveys.unresolved(age)
+    if source == surveys.INSTANCES:
+        return surveys.instances(inputs.text_field(document, "job", command)[:128])
+    raise refuse(
+        command,
+        "USAGE",
+        "INVALID_VALUE",
+        "the list is executions, unresolved or instances",
+    )
+
+
+BULK_FILTERS = frozenset({"status", "job", "age"})
+
+
+def _bulk_action(document: dict[str, Any], command: str) -> str:
+    action = document.get("action")
+    if action not in bulk.BULK_ACTIONS:
+        raise refuse(
+            command, "USAGE", "INVALID_VALUE", "the action cannot be applied in bulk"
+        )
+    return str(action)
+
+
+def _directive(document: dict[str, Any], command: str) -> actions.Directive | None:
+    name = document.get("directive")
+    if name is None:
+        return None
+    if name == "abandon":
+        return actions.Directive.abandon()
+    if name == "mark-failed":
+        category = inputs.text_field(document, "failure_category", command)
+        failure_id = document.get("failure_id")
+        if isinstance(failure_id, bool) or not isinstance(failure_id, int):
+            raise refuse(
+                command,
+                "USAGE",
+                "INVALID_FAILURE_ID",
+                "the failure id is a whole number",
+            )
+        return actions.Directive.mark_failed(category.upper(), failure_id)
+    raise refuse(
+        command, "USAGE", "INVALID_VALUE", "the directive is mark-failed or abandon"
+    )
+
+
+@endpoint("bulk plan", ("POST",))
+def bulk_plan(request: HttpRequest, user: Any) -> Envelope:
+    """batchboard's own: the reviewed plan of a bulk action on a list's filter."""
+    command = "bulk plan"
+    document = inputs.body(
+        request,
+        command,
+        {"action", "list"},
+        BULK_FILTERS | {"directive", "reason", "failure_category", "failure_id"},
+    )
+    action = _bulk_action(document, command)
+    survey = _survey(document, command)
+    reason = document.get("reason")
+    plan = actions.plan_bulk(
+        user=user,
+        action=action,
+        survey=survey,
+        directive=_directive(document, command),
+        reason_code=reason if isinstance(reason, str) else None,
+    )
+    return Envelope(
+        command,
+        {
+            "action": plan.action,
+            "counts": plan.counts,
+            "digest": plan.digest,
+            "filters": plan.filters,
+            "items": [
+                {
+                    "code": item.code,
+                    "evidence_digest": item.evidence,
+                    "expected": item.expected,
+                    "status": item.status,
+                    "target_id": item.target_id,
+                    "version": item.version,
+                }
+                for item in plan.items
+            ],
+            "kind": plan.kind,
+        },
+    )
+
+
+@endpoint("bulk apply", ("POST",))
+def bulk_apply(request: HttpRequest, user: Any) -> Envelope:
+    """
+    batchboard's own: apply a reviewed plan, one chunk a call.
+
+    The body repeats the plan's action, filters and items with its digest;
+    ``bulk_id`` (returned by the first call) continues an apply. Each item
+    goes through its single action under ``<bulk id>:<target id>``.
+    """
+    command = "bulk apply"
+    document = inputs.body(
+        request,
+        command,
+        {"action", "filters", "items", "digest"},
+        frozenset({"bulk_id", "reason", "directive", "failure_category", "failure_id"}),
+    )
+    action = _bulk_action(document, command)
+    filters = document["filters"]
+    items = document["items"]
+    if not isinstance(filters, dict) or not isinstance(items, list):
+        raise refuse(
+            command, "USAGE", "INVALID_VALUE", "filters is an object and items a list"
+        )
+    plain = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("target_id"), int):
+            raise refuse(
+                command, "USAGE", "INVALID_VALUE", "an item is not a planned item"
+            )
+        parts = [item.get("target_id"), item.get("version")]
+        if item.get("evidence_digest") is not None:
+            parts.append(item["evidence_digest"])
+        plain.append(":".join(str(part) for part in parts))
+    bulk_id = document.get("bulk_id")
+    reason = document.get("reason")
+    result = actions.apply_bulk(
+        user=user,
+        action=action,
+        filters=filters,
+        items=" ".join(plain),
+        digest=str(document["digest"]),
+        bulk_id=bulk_id if isinstance(bulk_id, str) else None,
+        reason_code=reason if isinstance(reason, str) else None,
+        directive=_directive(document, command),
+        seconds=2.0,
+    )
+    return Envelope(
+        command,
+        {
+            "bulk_id": result.bulk_id,
+            "counts": result.counts,
+            "finished": result.finished,
+            "items": [
+                {
+                    "outcome": item.outcome,
+                    "recorded": item.recorded,
+                    "rejection": item.rejection_code,
+                    "target_id": item.target_id,
+                    "version": item.version,
+                }
+                for item in result.items
+            ],
+        },
     )

@@ -358,6 +358,13 @@ BODY_FIELDS = (
     "batch",
     "status",
     "plan_digest",
+    "action",
+    "list",
+    "age",
+    "filters",
+    "items",
+    "digest",
+    "bulk_id",
 )
 
 
