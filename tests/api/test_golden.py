@@ -254,3 +254,66 @@ def test_the_size_bound_keeps_the_longest_prefix_that_fits() -> None:
     )
     assert keyed["truncated"] is True
     assert list(keyed["data"]) == [f"k{i:03}" for i in range(len(keyed["data"]))]
+
+
+GOLDEN_PLAN = (
+    '{"command":"retention plan","data":{"batch_bound":10,"candidates":[{"execution_id":4,'
+    '"instance_id":3,"version":2},{"execution_id":6,"instance_id":5,"version":2}],"counts":'
+    '{"flow_decisions":0,"job_executions":2,"job_instances":2,"operator_requests":5,'
+    '"recovery_decisions":1,"step_executions":0,"step_partitions":0},"empty":false,'
+    '"job_name":"orders","minimum_age_seconds":2592000,"plan_digest":'
+    '"a0c8bbbb2ed0f56a80df1093f3cce7d7ded2e596ab242e156b4980c7901fbc45",'
+    '"statuses":["FAILED","ABANDONED"]},"diagnostics":[],"outcome":"success",'
+    '"schema_version":1,"truncated":false}\n'
+)
+
+
+def test_a_retention_plan_with_candidates(db: None) -> None:
+    made = _orders()
+    _starting((made[1], 2), (made[3], 4), (made[5], 6))
+    JobExecution.objects.filter(id=4).update(
+        status="FAILED", exit_code="FAILED", version=2, ended_at=T0
+    )
+    JobExecution.objects.filter(id=6).update(
+        status="ABANDONED", exit_code="ABANDONED", version=2, ended_at=T0
+    )
+    four, six = JobExecution.objects.get(id=4), JobExecution.objects.get(id=6)
+    for target in (four, four, six, six, six):
+        factories.operator_request(target, requested_at=T0)
+    factories.recovery_decision(six, prior="UNKNOWN", result="ABANDONED")
+    client = Client()
+    client.force_login(factories.administrator())
+    body = {
+        "job": "orders",
+        "older_than": "30d",
+        "batch": 10,
+        "status": ["ABANDONED", "FAILED"],
+    }
+
+    def later() -> datetime:
+        return datetime.fromtimestamp(1_800_000_000 + 31 * 86400, tz=UTC)
+
+    with back_dated(later, using=alias()):
+        response = client.post(
+            "/api/v1/retention/plan/", body, content_type="application/json"
+        )
+        assert response.content.decode() == GOLDEN_PLAN
+        stale = client.post(
+            "/api/v1/retention/apply/",
+            body
+            | {
+                "plan_digest": "b9c661b6ad332a08e69f113745583e9f564b993e8ddcfd6dc8b99999006cd96a",
+                "reason": "RETENTION_POLICY",
+                "operation_id": "purge-1",
+            },
+            content_type="application/json",
+        )
+    assert stale.status_code == 409
+    # The CLI's stale-plan line names its own observed digest; here, this plan's.
+    assert stale.content.decode() == (
+        '{"command":"retention apply","data":{"observed_plan_digest":'
+        '"a0c8bbbb2ed0f56a80df1093f3cce7d7ded2e596ab242e156b4980c7901fbc45"},'
+        '"diagnostics":[{"code":"PLAN_STALE","detail":"the observed plan digest does not '
+        'match the supplied digest; nothing was deleted"}],"outcome":"conflict",'
+        '"schema_version":1,"truncated":false}\n'
+    )
