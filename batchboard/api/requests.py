@@ -16,7 +16,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 
 from batchboard.api import output, tokens
 from batchboard.api.output import Envelope
-from batchboard.vocabulary import MAX_BIGINT, parse_whole_number
+from batchboard.vocabulary import CONTROL_CHARACTERS, MAX_BIGINT, parse_whole_number
 
 #: The largest JSON body an action takes.
 MAX_BODY_BYTES = 16_384
@@ -195,6 +195,10 @@ def body(
         raise refuse(
             command, "USAGE", "MALFORMED_BODY", "the request body is not a JSON object"
         )
+    if _holds_control_characters(document):
+        raise refuse(
+            command, "USAGE", "INVALID_VALUE", "a field holds a control character"
+        )
     for key in document:
         if key not in required | optional:
             raise refuse(
@@ -209,6 +213,23 @@ def body(
                 f"the field {key} is required",
             )
     return document
+
+
+def _holds_control_characters(value: Any, depth: int = 0) -> bool:
+    """Return whether a string anywhere in ``value`` (keys too) holds one."""
+    if isinstance(value, str):
+        return bool(CONTROL_CHARACTERS.search(value))
+    if depth > 32:
+        return True
+    if isinstance(value, dict):
+        return any(
+            _holds_control_characters(key, depth + 1)
+            or _holds_control_characters(item, depth + 1)
+            for key, item in value.items()
+        )
+    if isinstance(value, list):
+        return any(_holds_control_characters(item, depth + 1) for item in value)
+    return False
 
 
 def text_field(document: dict[str, Any], key: str, command: str) -> str:

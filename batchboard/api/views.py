@@ -40,6 +40,7 @@ from batchboard.models import (
     RetentionAction,
 )
 from batchboard.vocabulary import FINISHED, STATUSES
+from batchboard.web import has_control_characters
 
 ApiView = Callable[..., Envelope]
 EVIDENCE_RE = re.compile(r"[0-9A-Fa-f]{64}")
@@ -131,6 +132,13 @@ def endpoint(
                 response.status_code = 405
                 response["Allow"] = ", ".join(methods)
                 return response
+            if has_control_characters(request):
+                return output.failure(
+                    command,
+                    "USAGE",
+                    "INVALID_VALUE",
+                    "the address holds a control character",
+                ).response()
             try:
                 # Authenticating counts the token's call (a write), so it
                 # runs before the read: a GET's reads then run in one

@@ -145,3 +145,33 @@ def test_an_unknown_path_and_method_answer_with_the_envelope(
     response = Client().delete("/api/v1/jobs/", **auth)
     assert response.status_code == 405
     check(response)
+
+
+def test_control_characters_get_the_envelope(world: dict[str, Any]) -> None:
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {world['secret']}"}
+    client = Client()
+    check(client.get("/api/v1/jobs/a%00b/instances/", **auth))
+    check(client.get("/api/v1/executions/", {"job": "a\x00b"}, **auth))
+    body = check(
+        client.post(
+            "/api/v1/bulk/plan/",
+            json.dumps({"action": "STOP", "list": "executions", "job": "a\x00b"}),
+            content_type="application/json",
+            **auth,
+        )
+    )
+    assert body["diagnostics"][0]["code"] == "INVALID_VALUE"
+
+
+def test_the_site_refuses_control_characters_in_the_envelope() -> None:
+    from django.http import HttpRequest, HttpResponse
+    from django.test import RequestFactory
+
+    from batchboard.site.middleware import ControlCharactersMiddleware
+
+    def never(request: HttpRequest) -> HttpResponse:
+        raise AssertionError("reached the view")
+
+    middleware = ControlCharactersMiddleware(never)
+    response = middleware(RequestFactory().get("/api/v1/jobs/", {"cursor": "\x00"}))
+    assert check(response)["diagnostics"][0]["code"] == "INVALID_VALUE"
