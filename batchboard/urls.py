@@ -23,7 +23,5 @@ urlpatterns = [
     # The JSON API in the CLI's envelope (docs/api.md).
     path("api/v1/", include(api_urls.urlpatterns)),
     path("tokens/", api_pages.token_list, name="api_tokens"),
-    path(
-        "tokens/<int:token_id>/revoke/", api_pages.token_revoke, name="api_token_revoke"
-    ),
+    path("tokens/revoke/", api_pages.token_revoke, name="api_token_revoke"),
 ]

@@ -14,13 +14,13 @@ from typing import Any
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.utils.translation import gettext_lazy as _
-from django.views.decorators.cache import never_cache
+from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_http_methods, require_POST
 
 from batchboard.api import tokens
-from batchboard.vocabulary import AUTHORIZATION_CLASSES, READ
+from batchboard.vocabulary import AUTHORIZATION_CLASSES, READ, parse_whole_number
 
 
 class TokenForm(forms.Form):
@@ -39,7 +39,7 @@ class TokenForm(forms.Form):
     )
 
 
-@never_cache
+@cache_control(private=True, no_store=True)
 @login_required
 @require_http_methods(["GET", "POST"])
 def token_list(request: HttpRequest) -> HttpResponse:
@@ -66,12 +66,16 @@ def token_list(request: HttpRequest) -> HttpResponse:
     return response
 
 
+@cache_control(private=True, no_store=True)
 @login_required
 @require_POST
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    """Revoke one of the user's own tokens (another user's is not found)."""
-    token = get_object_or_404(
-        tokens.ApiToken, pk=token_id, user_id=int(request.user.pk or 0)
-    )
-    tokens.revoke(token)
+def token_revoke(request: HttpRequest) -> HttpResponse:
+    """Revoke one of the user's own tokens (``token``: its id), then list them."""
+    ident = parse_whole_number(str(request.POST.get("token", "")))
+    if ident is not None:
+        token = tokens.ApiToken.objects.filter(
+            pk=ident, user_id=int(request.user.pk or 0)
+        ).first()
+        if token is not None:
+            tokens.revoke(token)
     return redirect("batchboard:api_tokens")

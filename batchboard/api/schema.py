@@ -273,7 +273,9 @@ def openapi(request: HttpRequest) -> HttpResponse:
         response.status_code = 405
         response["Allow"] = "GET, HEAD"
         return response
-    return HttpResponse(
+    response = HttpResponse(
         json.dumps(document(), sort_keys=True, indent=1),
         content_type="application/json",
     )
+    response["Cache-Control"] = "private, no-store"
+    return response

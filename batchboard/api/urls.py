@@ -54,5 +54,7 @@ urlpatterns = [
     path("bulk/", views.bulk_list, name="api-bulk-list"),
     path("bulk/plan/", views.bulk_plan, name="api-bulk-plan"),
     path("bulk/apply/", views.bulk_apply, name="api-bulk-apply"),
-    re_path(r"^(?P<rest>.*)$", views.unknown, name="api-unknown"),
+    # Anything else under the API's root: the root itself lists the
+    # commands, any other path is an unknown command (both in the envelope).
+    re_path(r"^.*$", views.unknown, name="api-index"),
 ]

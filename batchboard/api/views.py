@@ -20,6 +20,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
 from batchboard import actions, cursors, replicas
@@ -787,11 +788,21 @@ def purge_apply(request: HttpRequest, user: Any) -> Envelope:
     return _decided(command, result, data)
 
 
-@endpoint("unknown", ("GET", "POST", "PUT", "PATCH", "DELETE"))
-def unknown(request: HttpRequest, user: Any, rest: str = "") -> Envelope:
-    raise refuse(
-        "unknown", "USAGE", "UNKNOWN_COMMAND", "no command answers at this path"
-    )
+@endpoint("api index", ("GET", "POST", "PUT", "PATCH", "DELETE"))
+def unknown(request: HttpRequest, user: Any) -> Envelope:
+    """The API's root lists its commands; any other unrouted path is unknown."""
+    from batchboard.api import schema
+
+    root = reverse("batchboard:api-index")
+    if request.path != root or request.method != "GET":
+        raise refuse(
+            "unknown", "USAGE", "UNKNOWN_COMMAND", "no command answers at this path"
+        )
+    commands = [
+        {"command": command, "method": method.upper(), "path": route.lstrip("/")}
+        for route, method, command, _params, _fields in schema.OPERATIONS
+    ]
+    return Envelope("api index", commands)
 
 
 # -- batchboard's own lists ---------------------------------------------------------

@@ -50,7 +50,7 @@ def test_the_document_is_valid_openapi_3_1(client: Client) -> None:
 
 
 def test_every_route_is_in_the_document() -> None:
-    routes = {str(p.pattern) for p in urlpatterns} - {"schema/", "^(?P<rest>.*)$"}
+    routes = {str(p.pattern) for p in urlpatterns} - {"schema/", "^.*$"}
     documented = {
         route.strip("/").replace("{", "<str:").replace("}", ">") + "/"
         for route in DOCUMENT["paths"]
@@ -142,6 +142,12 @@ def test_an_unknown_path_and_method_answer_with_the_envelope(
     auth = {"HTTP_AUTHORIZATION": f"Bearer {world['secret']}"}
     body = check(Client().get("/api/v1/nothing/here/", **auth))
     assert body["diagnostics"][0]["code"] == "UNKNOWN_COMMAND"
+    index = check(Client().get("/api/v1/", **auth))
+    assert {
+        "command": "execution stop",
+        "method": "POST",
+        "path": "executions/{execution_id}/stop/",
+    } in index["data"]
     response = Client().delete("/api/v1/jobs/", **auth)
     assert response.status_code == 405
     check(response)

@@ -204,8 +204,9 @@ def test_the_token_page_shows_the_secret_once_and_revokes() -> None:
     # Another user cannot revoke it; its owner can.
     other = Client()
     other.force_login(factories.operator())
-    assert other.post(f"/tokens/{token.pk}/revoke/").status_code == 404
-    assert client.post(f"/tokens/{token.pk}/revoke/").status_code == 302
+    assert other.post("/tokens/revoke/", {"token": token.pk}).status_code == 302
+    assert tokens.find(secret) == token
+    assert client.post("/tokens/revoke/", {"token": token.pk}).status_code == 302
     assert tokens.find(secret) is None
 
 
