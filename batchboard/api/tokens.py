@@ -145,15 +145,22 @@ def admit(token: ApiToken) -> bool:
     """
     minute = int(timezone.now().timestamp()) // 60
     rows = ApiToken.objects.filter(pk=token.pk)
-    if rows.filter(window=minute, window_count__lt=rate_per_minute()).update(
-        window_count=F("window_count") + 1, last_used_at=timezone.now()
+
+    def count_up() -> bool:
+        return bool(
+            rows.filter(window=minute, window_count__lt=rate_per_minute()).update(
+                window_count=F("window_count") + 1, last_used_at=timezone.now()
+            )
+        )
+
+    if count_up():
+        return True
+    if rows.filter(window__lt=minute).update(
+        window=minute, window_count=1, last_used_at=timezone.now()
     ):
         return True
-    return bool(
-        rows.filter(window__lt=minute).update(
-            window=minute, window_count=1, last_used_at=timezone.now()
-        )
-    )
+    # Another call started this minute between the two updates: count in it.
+    return count_up()
 
 
 #: The Django permissions each class grants, and the class that grants each.
