@@ -232,3 +232,12 @@ def test_an_administrator_creates_and_revokes_tokens_in_the_admin() -> None:
     )
     token.refresh_from_db()
     assert token.revoked_at is not None
+
+
+@pytest.mark.parametrize("rate", [0, -1, True, "600", 100_001])
+def test_a_bad_token_rate_fails_its_check(rate: object) -> None:
+    from batchboard.checks import _api_errors
+
+    with override_settings(BATCHBOARD={"API_TOKEN_RATE": rate}):
+        assert [error.id for error in _api_errors()] == ["batchboard.E020"]
+    assert _api_errors() == []
