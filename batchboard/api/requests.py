@@ -159,6 +159,13 @@ def identifier(text: object, command: str, what: str) -> int:
     return value
 
 
+def job_name(text: str, command: str) -> str:
+    """Return ``text`` if it is a job name of 1 to 128 bytes, else refuse it."""
+    if not 1 <= len(text.encode("utf-8", "surrogatepass")) <= 128:
+        raise refuse(command, "USAGE", "INVALID_JOB", "the job name is 1 to 128 bytes")
+    return text
+
+
 def duration_seconds(text: str, command: str, code: str) -> int:
     """Return a CLI duration (digits and ms|s|m|h|d) in whole seconds."""
     match = DURATION_RE.fullmatch(text)

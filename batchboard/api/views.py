@@ -220,7 +220,7 @@ def job_show(request: HttpRequest, user: Any, job_name: str) -> Envelope:
     command = "job show"
     inputs.check_params(request, command, set())
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
-    page = queries.instances(job_name[:128], 1)
+    page = queries.instances(inputs.job_name(job_name, command), 1)
     if not page.rows:
         raise refuse(
             command, "TARGET_NOT_FOUND", "TARGET_NOT_FOUND", "the job does not exist"
@@ -247,7 +247,9 @@ def instance_list(request: HttpRequest, user: Any, job_name: str) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     page = queries.instances(
-        job_name[:128], inputs.page_size(request, command), inputs.cursor(request)
+        inputs.job_name(job_name, command),
+        inputs.page_size(request, command),
+        inputs.cursor(request),
     )
     keys = _instance_keys([int(row["id"]) for row in page.rows])
     data = [projections.instance(row, keys[int(row["id"])]) for row in page.rows]
@@ -321,7 +323,9 @@ def recent(request: HttpRequest, user: Any) -> Envelope:
         raise refuse(
             command, "USAGE", "INVALID_STATUS", "the status is not a known status"
         )
-    job = request.GET.get("job", "")[:128]
+    job = request.GET.get("job", "")
+    if job:
+        inputs.job_name(job, command)
     page = queries.recent_executions(
         status, job, inputs.page_size(request, command), inputs.cursor(request)
     )
@@ -939,7 +943,9 @@ def _survey(document: dict[str, Any], command: str) -> surveys.ListSurvey:
             )
         return surveys.unresolved(age)
     if source == surveys.INSTANCES:
-        return surveys.instances(inputs.text_field(document, "job", command)[:128])
+        return surveys.instances(
+            inputs.job_name(inputs.text_field(document, "job", command), command)
+        )
     raise refuse(
         command,
         "USAGE",

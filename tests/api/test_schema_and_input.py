@@ -181,3 +181,13 @@ def test_the_site_refuses_control_characters_in_the_envelope() -> None:
     middleware = ControlCharactersMiddleware(never)
     response = middleware(RequestFactory().get("/api/v1/jobs/", {"cursor": "\x00"}))
     assert check(response)["diagnostics"][0]["code"] == "INVALID_VALUE"
+
+
+def test_a_job_name_over_128_bytes_is_refused_not_cut(world: dict[str, Any]) -> None:
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {world['secret']}"}
+    long = "é" * 65
+    for url in (f"/api/v1/jobs/{long}/instances/", f"/api/v1/jobs/{long}/"):
+        body = check(Client().get(url, **auth))
+        assert body["diagnostics"][0]["code"] == "INVALID_JOB"
+    body = check(Client().get("/api/v1/executions/", {"job": long}, **auth))
+    assert body["diagnostics"][0]["code"] == "INVALID_JOB"
