@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
-from batchboard import actions, cursors, replicas
+from batchboard import actions, cursors, db, replicas
 from batchboard.actions import bulk, results
 from batchboard.actions.recovery import CANDIDATE
 from batchboard.api import output, projections
@@ -118,6 +118,23 @@ def _action_error(command: str, error: results.ActionError) -> Envelope:
     return output.failure(command, "USAGE", "INVALID_REQUEST", error.message)
 
 
+def _database_error(command: str, error: DatabaseError) -> Envelope:
+    """A statement timeout (57014) is the CLI's exit 9; anything else exit 7."""
+    if db.sqlstate(error) == "57014":
+        return output.failure(
+            command,
+            "DEADLINE_EXCEEDED",
+            "STATEMENT_TIMEOUT",
+            "the bounded query exceeded its statement timeout",
+        )
+    return output.failure(
+        command,
+        "REPOSITORY_UNAVAILABLE",
+        "REPOSITORY_UNAVAILABLE",
+        "the repository is unavailable",
+    )
+
+
 def endpoint(
     command: str, methods: tuple[str, ...] = ("GET",)
 ) -> Callable[[ApiView], Callable[..., HttpResponse]]:
@@ -172,13 +189,8 @@ def endpoint(
                 )
             except results.ActionError as error:
                 envelope = _action_error(command, error)
-            except DatabaseError:
-                envelope = output.failure(
-                    command,
-                    "REPOSITORY_UNAVAILABLE",
-                    "REPOSITORY_UNAVAILABLE",
-                    "the repository is unavailable",
-                )
+            except DatabaseError as error:
+                envelope = _database_error(command, error)
             return envelope.response()
 
         guarded = csrf_exempt(run)

@@ -317,3 +317,22 @@ def test_a_retention_plan_with_candidates(db: None) -> None:
         'match the supplied digest; nothing was deleted"}],"outcome":"conflict",'
         '"schema_version":1,"truncated":false}\n'
     )
+
+
+def test_a_statement_timeout_is_the_deadline_category(
+    reader: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Cancelled(Exception):
+        sqlstate = "57014"
+
+    def slow(*args: object, **kwargs: object) -> None:
+        raise OperationalError("canceling statement") from Cancelled()
+
+    monkeypatch.setattr(queries, "job_names", slow)
+    response = reader.get("/api/v1/jobs/")
+    assert response.status_code == 504
+    assert response.content == (
+        b'{"command":"job list","data":null,"diagnostics":[{"code":"STATEMENT_TIMEOUT",'
+        b'"detail":"the bounded query exceeded its statement timeout"}],"outcome":"error",'
+        b'"schema_version":1,"truncated":false}\n'
+    )
