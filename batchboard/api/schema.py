@@ -171,7 +171,7 @@ OPERATIONS: list[
         [],
         (
             ["job", "older_than", "operation_id", "plan_digest", "reason"],
-            ["batch", "status"],
+            ["batch", "status", "dry_run"],
         ),
     ),
 ]
@@ -182,6 +182,7 @@ FIELD_TYPES: dict[str, Any] = {
     "batch": {"type": "integer", "minimum": 1, "maximum": 1000},
     "status": {"type": ["array", "string"], "items": {"type": "string"}},
     "age": {"type": "integer", "minimum": 60},
+    "dry_run": {"type": "boolean"},
     "filters": {"type": "object"},
     "items": {"type": "array", "items": {"type": "object"}},
 }

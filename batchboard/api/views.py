@@ -773,8 +773,11 @@ def purge_apply(request: HttpRequest, user: Any) -> Envelope:
         request,
         command,
         PURGE_FIELDS | {"plan_digest", "reason", "operation_id"},
-        PURGE_OPTIONAL,
+        PURGE_OPTIONAL | {"dry_run"},
     )
+    dry_run = document.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise refuse(command, "USAGE", "INVALID_VALUE", "dry_run is true or false")
     plan = actions.plan_purge(user=user, **_purge_inputs(document, command))
     supplied = inputs.text_field(document, "plan_digest", command).lower()
     if supplied != plan.digest_hex:
@@ -784,6 +787,17 @@ def purge_apply(request: HttpRequest, user: Any) -> Envelope:
             "PLAN_STALE",
             "the observed plan digest does not match the supplied digest; nothing was deleted",
             {"observed_plan_digest": plan.digest_hex},
+        )
+    if dry_run:
+        return Envelope(
+            command,
+            {"applied": False, "dry_run": True, "plan": _plan_data(plan)},
+            "SUCCESS",
+            [
+                diagnostic(
+                    "DRY_RUN", "the plan was validated and no durable change was made"
+                )
+            ],
         )
     result = actions.apply_purge(
         user=user,

@@ -230,15 +230,17 @@ def test_holds_and_the_purge_through_the_api(api: Api) -> None:
     )
     assert status == 409 and body["diagnostics"][0]["code"] == "PLAN_STALE"
     assert body["data"] == {"observed_plan_digest": plan["plan_digest"]}
-    status, body = api.post(
-        "retention/apply/",
-        plan_body
-        | {
-            "plan_digest": plan["plan_digest"],
-            "reason": "RETENTION_POLICY",
-            "operation_id": "p-1",
-        },
-    )
+    reviewed = plan_body | {
+        "plan_digest": plan["plan_digest"],
+        "reason": "RETENTION_POLICY",
+        "operation_id": "p-1",
+    }
+    status, body = api.post("retention/apply/", reviewed | {"dry_run": True})
+    assert status == 200
+    assert body["data"] == {"applied": False, "dry_run": True, "plan": plan}
+    assert body["diagnostics"][0]["code"] == "DRY_RUN"
+    assert JobInstance.objects.filter(pk=instance.pk).exists()
+    status, body = api.post("retention/apply/", reviewed)
     assert status == 200, body
     assert body["data"]["counts"]["job_executions"] == 1
     assert not JobInstance.objects.filter(pk=instance.pk).exists()
