@@ -241,3 +241,9 @@ def test_a_bad_token_rate_fails_its_check(rate: object) -> None:
     with override_settings(BATCHBOARD={"API_TOKEN_RATE": rate}):
         assert [error.id for error in _api_errors()] == ["batchboard.E020"]
     assert _api_errors() == []
+
+
+def test_every_page_links_to_the_token_page() -> None:
+    client = Client()
+    client.force_login(factories.viewer())
+    assert 'href="/tokens/"' in client.get("/audit/").content.decode()
