@@ -97,6 +97,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors.extend(_cause_link_errors())
     errors.extend(_metrics_errors())
     errors.extend(_state_errors())
+    errors.extend(_api_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -165,6 +166,20 @@ def _state_errors() -> list[CheckMessage]:
             )
         )
     return errors
+
+
+def _api_errors() -> list[CheckMessage]:
+    """Validate ``API_TOKEN_RATE``: calls a token may make in one minute."""
+    rate = conf.get_config()["API_TOKEN_RATE"]
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= 100_000:
+        return [
+            Error(
+                f"BATCHBOARD['API_TOKEN_RATE'] is {rate!r}.",
+                hint="Use a whole number of calls a minute from 1 to 100000.",
+                id="batchboard.E020",
+            )
+        ]
+    return []
 
 
 def _action_database_errors() -> list[CheckMessage]:

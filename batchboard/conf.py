@@ -89,6 +89,8 @@ DEFAULTS: dict[str, Any] = {
     # Seconds a scrape's database values are reused by the next scrapes of
     # the same process (one scrape interval); 0 reads on every scrape.
     "METRICS_CACHE_SECONDS": 10,
+    # Calls one API token may make in one minute (a 429 envelope past it).
+    "API_TOKEN_RATE": 600,
 }
 
 

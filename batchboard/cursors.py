@@ -162,6 +162,11 @@ def recent_executions(status: str | Sequence[str], job_name: str) -> QuerySpec:
     return QuerySpec("batchboard_recent_executions", 129, (statuses, job_name))
 
 
+def bulk_operations() -> QuerySpec:
+    """Return batchboard's own query: bulk operations, newest first (131)."""
+    return QuerySpec("batchboard_bulk_operations", 131, ())
+
+
 # -- encoding ------------------------------------------------------------------
 
 

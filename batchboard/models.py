@@ -527,6 +527,8 @@ class ComponentState(Identified):
 
 
 # batchboard's own state, routed to the site's database (batchboard.state).
+# API tokens, also batchboard's own state (batchboard.api.tokens).
+from batchboard.api.tokens import ApiToken as ApiToken  # noqa: E402
 from batchboard.state import BulkItem as BulkItem  # noqa: E402
 from batchboard.state import BulkOperation as BulkOperation  # noqa: E402
 from batchboard.state import OwnState as OwnState  # noqa: E402

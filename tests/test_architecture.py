@@ -39,6 +39,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "batchboard.explorer.views",
         "batchboard.console.views",
     ),
+    "batchboard.api": (
+        "batchboard.console",
+        "batchboard.admin",
+        "batchboard.demo",
+        "batchboard.site",
+        "batchboard.explorer.views",
+        "batchboard.explorer.urls",
+    ),
     "batchboard.actions": (
         "batchboard.explorer",
         "batchboard.console",

@@ -80,7 +80,11 @@ def test_the_resolver_lists_the_pages_and_the_actions() -> None:
 
 
 #: Query parameters a page needs to show its record rather than a 400.
-QUERIES = {"jump": {"kind": "execution", "id": "execution_id"}}
+QUERIES = {
+    "jump": {"kind": "execution", "id": "execution_id"},
+    # The API's unresolved list takes its age bound as the CLI does.
+    "api-unresolved": {"unresolved_age": "15m"},
+}
 
 
 @pytest.mark.parametrize("pattern", PATTERNS, ids=lambda pattern: str(pattern.name))

@@ -800,6 +800,8 @@ OPERATOR_REQUESTS = Listing(
     order=("id",),
     fields=(
         "id",
+        "job_execution_id",
+        "job_instance_id",
         "action",
         "authorization_class",
         "operation_id",

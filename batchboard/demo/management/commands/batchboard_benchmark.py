@@ -449,10 +449,20 @@ class Command(BenchmarkCommand):
                 facts["rare_max"],
             ),
         ]
+        api = f"{reverse('batchboard:api-executions')}?page_size={PAGE_SIZE}"
+        # Each API list beside the page that shows the same rows.
+        pairs: list[tuple[Measured, Measured]] = []
         for label, status, job, newest in filters:
             first = f"{executions_url}?{size}&status={status}&job={job}"
-            results.append(
-                page(label, first, f"{first}&cursor={deep_recent(status, job, newest)}")
+            deep_token = deep_recent(status, job, newest)
+            html = page(label, first, f"{first}&cursor={deep_token}")
+            results.append(html)
+            api_first = f"{api}&status={status}&job={job}"
+            pairs.append(
+                (
+                    page(f"API {label}", api_first, f"{api_first}&cursor={deep_token}"),
+                    html,
+                )
             )
         busy_url = f"{reverse('batchboard:job', args=[facts['busy']])}?{size}"
         busy_deep = cursors.encode(
@@ -461,11 +471,24 @@ class Command(BenchmarkCommand):
             cursors.Identity(max(1, facts["busy_max"] - depth)),
             facts["busy_max"],
         )
-        results.append(
-            page(
-                f"job {facts['busy']} (instances)",
-                busy_url,
-                f"{busy_url}&cursor={busy_deep}",
+        busy_html = page(
+            f"job {facts['busy']} (instances)",
+            busy_url,
+            f"{busy_url}&cursor={busy_deep}",
+        )
+        results.append(busy_html)
+        busy_api = (
+            f"{reverse('batchboard:api-instance-list', args=[facts['busy']])}"
+            f"?page_size={PAGE_SIZE}"
+        )
+        pairs.append(
+            (
+                page(
+                    f"API instance list {facts['busy']}",
+                    busy_api,
+                    f"{busy_api}&cursor={busy_deep}",
+                ),
+                busy_html,
             )
         )
         # Loaded by the job page as soon as it is shown.
@@ -517,7 +540,24 @@ class Command(BenchmarkCommand):
                 facts["max_execution"],
             )
             unresolved_deep = f"{unresolved_url}&cursor={token}"
-        results.append(page("unresolved (15 min)", unresolved_url, unresolved_deep))
+        unresolved_html = page("unresolved (15 min)", unresolved_url, unresolved_deep)
+        results.append(unresolved_html)
+        stale = int(conf.get_config()["STALE_SECONDS"])
+        unresolved_api = (
+            f"{reverse('batchboard:api-unresolved')}?page_size={PAGE_SIZE}"
+            f"&unresolved_age={stale}s"
+        )
+        pairs.append(
+            (
+                page(
+                    "API unresolved (15 min)",
+                    unresolved_api,
+                    unresolved_deep
+                    and f"{unresolved_api}&cursor={unresolved_deep.split('cursor=')[1]}",
+                ),
+                unresolved_html,
+            )
+        )
         changelist = reverse("admin:batchboard_jobexecution_changelist")
         for label, query in (
             ("admin changelist", ""),
@@ -530,16 +570,30 @@ class Command(BenchmarkCommand):
                     f"{changelist}?{query}after={deep_execution}",
                 )
             )
-        for name, url_name, args in (
-            ("instance (executions)", "batchboard:instance", [facts["instance"]]),
+        for name, url_name, args, api_name in (
+            (
+                "instance (executions)",
+                "batchboard:instance",
+                [facts["instance"]],
+                "batchboard:api-execution-list",
+            ),
             (
                 "execution (steps, decisions)",
                 "batchboard:execution",
                 [facts["execution"]],
+                "batchboard:api-execution-steps",
             ),
-            ("step (partitions)", "batchboard:step", [facts["step"]]),
+            (
+                "step (partitions)",
+                "batchboard:step",
+                [facts["step"]],
+                "batchboard:api-step-partitions",
+            ),
         ):
-            results.append(page(name, f"{reverse(url_name, args=args)}?{size}"))
+            html = page(name, f"{reverse(url_name, args=args)}?{size}")
+            results.append(html)
+            api_url = f"{reverse(api_name, args=args)}?page_size={PAGE_SIZE}"
+            pairs.append((page(f"API {name}", api_url), html))
         planned = plan_purge(user=user, job_name=facts["busy"], batch=MAX_BATCH)
         purge = page(
             f"purge plan {facts['busy']} ({len(planned.candidates):,} candidates)",
@@ -568,7 +622,7 @@ class Command(BenchmarkCommand):
         with override_settings(
             BATCHBOARD={**conf.get_config(), "METRICS_JOBS": allowlist}
         ):
-            self._measure(results, repeat)
+            self._measure([*results, *(api_row for api_row, _html in pairs)], repeat)
         self._report(results, floor, depth, repeat)
         self._verdict(results[2:-1], floor, strict, purge, bulk)
         verdict = "within" if scrape.first <= SCRAPE_TARGET_MS else "OVER"
@@ -577,6 +631,7 @@ class Command(BenchmarkCommand):
             f"{SCRAPE_TARGET_MS:g} ms target; at most {series} label sets in "
             f"a family (budget {budget.SERIES_BUDGET})."
         )
+        self._api_report(pairs)
         self._applies(alias, user)
 
     def _measure(self, results: list[Measured], repeat: int) -> None:
@@ -646,6 +701,32 @@ class Command(BenchmarkCommand):
             f"{bulk_ms:,.0f} ms ({result.counts['APPLIED']:,} applied), "
             f"{count:,} single actions {single_ms:,.0f} ms: {ratio:.2f}x, "
             f"{verdict} the 1x target."
+        )
+
+    def _api_report(self, pairs: list[tuple[Measured, Measured]]) -> None:
+        """Print each API list beside its HTML page: times and API/HTML ratios."""
+        self.stdout.write(
+            f"\n{'API list':<46} {'first ms':>9} {'deep ms':>9} "
+            f"{'first/HTML':>10} {'deep/HTML':>10}"
+        )
+        slower = []
+        for api_row, html in pairs:
+            ratios = [api_row.first / html.first]
+            deep = f"{'—':>9}"
+            deep_ratio = f"{'—':>10}"
+            if api_row.deep is not None and html.deep is not None:
+                ratios.append(api_row.deep / html.deep)
+                deep = f"{api_row.deep:9.2f}"
+                deep_ratio = f"{ratios[-1]:10.2f}"
+            self.stdout.write(
+                f"{api_row.name[:46]:<46} {api_row.first:9.2f} {deep} "
+                f"{ratios[0]:10.2f} {deep_ratio}"
+            )
+            if max(ratios) > 1:
+                slower.append(f"{api_row.name} ({max(ratios):.2f}x)")
+        self.stdout.write(
+            "API lists slower than their HTML page: "
+            + (", ".join(slower) if slower else "none.")
         )
 
     def _verdict(
