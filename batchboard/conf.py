@@ -65,6 +65,15 @@ DEFAULTS: dict[str, Any] = {
     # PostgreSQL: statement timeout (milliseconds, 1 ms..24 h, spec 9.3) of
     # the transaction a page's reads run in (SET LOCAL, PgBouncer-safe).
     "STATEMENT_TIMEOUT_MS": 30_000,
+    # Alerts (batchboard.alerts): the site's address that alert links start
+    # with ("https://batchboard.example.org"; empty: links are paths).
+    "ALERTS_BASE_URL": "",
+    # Seconds between the watch process's detector cycles.
+    "ALERTS_CYCLE_SECONDS": 10,
+    # Attempts of one delivery before it is marked failed, and the first
+    # retry's delay in seconds (doubled after each failure).
+    "ALERTS_MAX_ATTEMPTS": 5,
+    "ALERTS_RETRY_SECONDS": 30,
 }
 
 
