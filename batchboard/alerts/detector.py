@@ -16,7 +16,7 @@ A cycle's reads are bounded whatever the history holds:
   the trend's statement), once per cycle for every job concerned.
 
 What matches is recorded by :func:`record`: an :class:`~.models.Alert` per
-dedupe key ``(rule, execution id, version)``, its deliveries (one per
+dedupe key ``(rule, execution id, version)`` (see :data:`ONCE`), its deliveries (one per
 enabled channel of the rule) and the rule owner's inbox item, in one
 transaction. Detector processes on several hosts coordinate through the
 state database: a cycle runs only while it holds the ``CYCLE`` watermark
@@ -61,6 +61,11 @@ DEFAULT_WINDOW: Final = 20
 MIN_SAMPLES: Final = 3
 #: The most job names an all-jobs freshness rule watches.
 FRESHNESS_JOBS: Final = 200
+#: The version of the dedupe key of an event that happens once per
+#: execution: it ended FAILED, became UNKNOWN, overran, finished slow. (A
+#: FAILED row's version still moves, e.g. when its instance restarts.)
+#: Stale events key on the execution's version: each new silence is one.
+ONCE: Final = 0
 #: The lock row of a whole cycle.
 CYCLE: Final = "CYCLE"
 
@@ -162,7 +167,7 @@ def _finished(rules: Sequence[Rule], rows: Iterable[Row]) -> list[Match]:
                 Match(
                     rule,
                     int(row["id"]),
-                    int(row["version"]),
+                    ONCE,
                     row["job_name"],
                     row["job_instance_id"],
                     row["status"],
@@ -219,7 +224,7 @@ def _slow(rules: Sequence[Rule], rows: Sequence[Row], history: Any) -> list[Matc
                     Match(
                         rule,
                         int(row["id"]),
-                        int(row["version"]),
+                        ONCE,
                         row["job_name"],
                         row["job_instance_id"],
                         row["status"],
@@ -267,7 +272,8 @@ def _unresolved(
                 Match(
                     rule,
                     int(row["id"]),
-                    int(row["version"]),
+                    # Each silence of a run is an event; its overrun is one.
+                    int(row["version"]) if rule.kind == "STALE" else ONCE,
                     row["job_name"],
                     row["job_instance_id"],
                     row["status"],
@@ -303,7 +309,7 @@ def _freshness(rules: Sequence[Rule], now: datetime) -> list[Match]:
                 Match(
                     rule,
                     last,
-                    0,
+                    ONCE,
                     name,
                     threshold_seconds=(rule.hours or 0) * 3600.0,
                 )

@@ -35,7 +35,7 @@ def test_a_failed_execution_is_delivered_to_each_matching_channel(owner: User) -
     alert = Alert.objects.get()
     assert (alert.execution_id, alert.version, alert.job_name) == (
         failed.pk,
-        failed.version,
+        detector.ONCE,
         "payroll-run",
     )
     assert alert.failure_category == "USER_COMPONENT"
@@ -43,9 +43,7 @@ def test_a_failed_execution_is_delivered_to_each_matching_channel(owner: User) -
         "a",
         "b",
     ]
-    assert list(InboxItem.objects.values_list("user", "read_at")) == [
-        (owner.pk, None)
-    ]
+    assert list(InboxItem.objects.values_list("user", "read_at")) == [(owner.pk, None)]
     # Read again, the same event records nothing more.
     assert detector.cycle().recorded == 0
     assert Alert.objects.count() == 1
