@@ -115,7 +115,8 @@ def _applies(rule: Rule, job_name: str) -> bool:
     return not rule.job_name or rule.job_name == job_name
 
 
-def _seconds(run: Row, now: datetime) -> float | None:
+def duration(run: Row, now: datetime) -> float | None:
+    """Return how long ``run`` ran (until ``now`` if it still runs), in seconds."""
     if run["started_at"] is None:
         return None
     elapsed: timedelta = (run["ended_at"] or now) - run["started_at"]
@@ -180,7 +181,9 @@ def _finished(rules: Sequence[Rule], rows: Iterable[Row]) -> list[Match]:
 # -- p95 and freshness ------------------------------------------------------------
 
 
-def _history(names: Iterable[str], length: int) -> dict[str, list[Row]]:
+def job_history(
+    names: Iterable[str], length: int = DEFAULT_WINDOW
+) -> dict[str, list[Row]]:
     """Return each job's latest ``length`` runs (the trend's one statement)."""
     wanted = sorted(set(names))
     if not wanted:
@@ -198,7 +201,7 @@ def p95(runs: Sequence[Row], window: int, exclude: int | None = None) -> float |
         if run["status"] == "COMPLETED"
         and run["ended_at"] is not None
         and int(run["id"]) != exclude
-        and (seconds := _seconds(run, run["ended_at"])) is not None
+        and (seconds := duration(run, run["ended_at"])) is not None
     ]
     if len(durations) < MIN_SAMPLES:
         return None
@@ -212,7 +215,7 @@ def _window(rule: Rule) -> int:
 def _slow(rules: Sequence[Rule], rows: Sequence[Row], history: Any) -> list[Match]:
     matches = []
     for row in rows:
-        seconds = _seconds(row, row["ended_at"] or row["updated_at"])
+        seconds = duration(row, row["ended_at"] or row["updated_at"])
         if seconds is None:
             continue
         for rule in rules:
@@ -261,7 +264,7 @@ def _unresolved(
                     continue
                 seconds, limit = idle, rule.minutes * 60.0
             else:
-                running = _seconds(row, now)
+                running = duration(row, now)
                 limit_or_none = overdue_limit(rule, history.get(row["job_name"], []))
                 if running is None or limit_or_none is None:
                     continue
@@ -294,7 +297,7 @@ def _freshness(rules: Sequence[Rule], now: datetime) -> list[Match]:
             .distinct()[:FRESHNESS_JOBS]
         )
     length = max(_window(rule) for rule in rules)
-    history = _history(names, length)
+    history = job_history(names, length)
     matches = []
     for rule in rules:
         for name in [rule.job_name] if rule.job_name else sorted(names):
@@ -434,7 +437,7 @@ def cycle(now: datetime | None = None) -> Report:
             rows = _stream("COMPLETED", mark, now)
             report.read += len(rows)
             length = max(_window(rule) for rule in slow) + 1
-            history = _history((row["job_name"] for row in rows), length)
+            history = job_history((row["job_name"] for row in rows), length)
             matches += _slow(slow, rows, history)
         waiting = by_kind.get("STALE", []) + by_kind.get("OVERDUE", [])
         if waiting:
@@ -442,7 +445,7 @@ def cycle(now: datetime | None = None) -> Report:
             report.read += len(running)
             overdue = by_kind.get("OVERDUE", [])
             history = (
-                _history(
+                job_history(
                     (row["job_name"] for row in running),
                     max(_window(rule) for rule in overdue),
                 )
