@@ -77,13 +77,13 @@ refuse-remote:
 demo-reset:
 	rm -f "$(DEMO_DB)" "$(DEMO_DB)-wal" "$(DEMO_DB)-shm" "$(SEEDED)"
 
-# The simulator keeps writing history while the server runs and stops with
-# it, whether the server is interrupted (Ctrl-C) or exits on its own. Its
-# output goes to $(VENV)/simulate.log and the server logs no poll requests
+# The simulator keeps writing history and the detector (batchboard_watch)
+# keeps alerting while the server runs; both stop with it, whether the
+# server is interrupted (Ctrl-C) or exits on its own. Their output goes to
+# $(VENV)/simulate.log and watch.log and the server logs no poll requests
 # (batchboard.site.quiet), so the logins, printed last, stay on screen.
 serve: refuse-remote
-	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate > $(VENV)/simulate.log 2>&1 & simulator=$$!; \
-		$(MANAGE) batchboard_watch --every 2 > $(VENV)/watch.log 2>&1 & watcher=$$!; \
+	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate > $(VENV)/simulate.log 2>&1 & simulator=$$!; $(MANAGE) batchboard_watch --every 2 > $(VENV)/watch.log 2>&1 & watcher=$$!; \
 		$(MANAGE) runserver --noreload $(HOST):$(PORT) & server=$$!; \
 		trap "kill $$simulator $$watcher $$server 2>/dev/null; wait $$simulator $$watcher $$server 2>/dev/null" EXIT INT TERM; \
 		sleep 3; \

@@ -61,7 +61,7 @@ def test_demo_installs_migrates_seeds_logs_in_and_serves(tmp_path: Path) -> None
     assert "BATCHBOARD_DEMO=1 DJANGO_DEBUG=1" in plan
     # Every demo command runs behind the demo gate, which that variable opens.
     demo_lines = [line for line in plan.splitlines() if "manage.py batchboard_" in line]
-    assert len(demo_lines) == 5
+    assert len(demo_lines) == 4
     assert all("BATCHBOARD_DEMO=1 " in line for line in demo_lines)
 
 
