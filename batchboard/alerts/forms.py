@@ -52,7 +52,7 @@ class RuleForm(forms.ModelForm):  # type: ignore[type-arg]
             "hours": _("FRESHNESS: hours within which a run must complete."),
         }
 
-    def __init__(self, *args: Any, owner: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         chosen = self.fields["channels"]
         assert isinstance(chosen, forms.ModelMultipleChoiceField)
@@ -167,9 +167,7 @@ class ChannelForm(forms.ModelForm):  # type: ignore[type-arg]
             if not data.get("secret"):
                 self.add_error("secret", _("A webhook needs a signing secret."))
         elif kind == "APPRISE":
-            import apprise
-
-            if not apprise.Apprise().add(target):
+            if not channels.valid_apprise_url(target):
                 self.add_error("target", _("Apprise does not recognise this URL."))
         else:
             found = channels.addresses(target)

@@ -143,3 +143,29 @@ def test_an_email_channel_sends_through_djangos_backend(owner: User) -> None:
     (sent,) = mail.outbox
     assert sent.to == ["ops@example.org", "oncall@example.org"]
     assert "payroll-run" in sent.subject and "USER_COMPONENT" in sent.body
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("ALERTS_CYCLE_SECONDS", 0),
+        ("ALERTS_MAX_ATTEMPTS", "3"),
+        ("ALERTS_RETRY_SECONDS", -1),
+        ("ALERTS_BASE_URL", "batchboard.example.org"),
+    ],
+)
+def test_bad_alert_settings_fail_check_e019(key: str, value: object) -> None:
+    from django.core.checks import run_checks
+
+    with override_settings(BATCHBOARD={key: value}):
+        found = [message for message in run_checks() if message.id == "batchboard.E019"]
+    assert len(found) == 1 and key in found[0].msg
+
+
+def test_apprise_logs_no_url_to_the_sites_log(
+    owner: User, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    assert channels.valid_apprise_url("notaservice://secret-one/x") is False
+    assert channels.valid_apprise_url("json://127.0.0.1:9/secret-two") is True
+    assert "secret-one" not in caplog.text and "secret-two" not in caplog.text
