@@ -135,7 +135,7 @@ def test_the_inbox_shows_an_alert_and_the_header_counts_it(
     assert client_of.get("/inbox/count/").content.decode().count(">1<") == 1
     page = client_of.get("/inbox/").content.decode()
     assert f'href="/executions/{failed.pk}/"' in page and "payroll-run" in page
-    assert 'hx-get="/inbox/count/"' in page
+    assert 'data-bb-inbox-count="/inbox/count/"' in page
     client_of.post("/inbox/", {"item": str(InboxItem.objects.get().pk)})
     assert InboxItem.objects.get().read_at is not None
     assert "bb-badge" not in client_of.get("/inbox/count/").content.decode()
