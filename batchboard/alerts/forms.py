@@ -24,6 +24,10 @@ from batchboard.models import JobDefinition
 from batchboard.vocabulary import FAILURE_CATEGORIES, TREND_RUNS
 
 
+def _channel_label(channel: Channel) -> str:
+    return f"{channel.name} ({channel.shown_target})"
+
+
 class RuleForm(forms.ModelForm):  # type: ignore[type-arg]
     """A rule; the fields its kind needs are required, the others ignored."""
 
@@ -58,6 +62,7 @@ class RuleForm(forms.ModelForm):  # type: ignore[type-arg]
         assert isinstance(chosen, forms.ModelMultipleChoiceField)
         chosen.queryset = Channel.objects.using(conf.state_alias()).order_by("name")
         chosen.required = False
+        chosen.label_from_instance = _channel_label  # type: ignore[method-assign,assignment]
         for name in ("minutes", "window", "limit_minutes", "hours"):
             field = self.fields[name]
             assert isinstance(field, forms.IntegerField)
