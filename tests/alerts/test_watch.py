@@ -18,6 +18,9 @@ from tests.alerts.conftest import Receiver, rule, webhook
 pytestmark = pytest.mark.django_db
 
 
+# Committed: the loop closes unusable connections between jobs, as a
+# long-running process must, and a test's open transaction would be one.
+@pytest.mark.django_db(transaction=True)
 def test_one_watch_process_detects_and_delivers(
     owner: User, receiver: Receiver
 ) -> None:

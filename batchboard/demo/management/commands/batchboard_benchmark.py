@@ -7,8 +7,9 @@ a million rows deep and prints median times beside a minimal keyset view
 measured in the same run: the floor any page could reach. The pages are the
 overview, the executions list unfiltered and under every status, a busy and
 a rare job (their executions and their instances), the unresolved list, the
-admin changelist and the record pages; the purge plan of a busy job (batch
-1,000) is timed as well. Deep pages are reached with cursors built for the
+admin changelist, the record pages and the overdue page; the purge plan of
+a busy job (batch 1,000) and one alert detector cycle with
+:data:`DETECTOR_RULES` rules are timed as well. Deep pages are reached with cursors built for the
 position, exactly as paging there would leave them, since cursors only
 carry a key and a ceiling.
 
@@ -21,20 +22,26 @@ leaves.
 from __future__ import annotations
 
 import functools
+import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
-from django.db import connections
+from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.template.backends.django import Template
 from django.urls import reverse
+from django.utils import timezone
 
 from batchboard import conf, cursors, vocabulary
 from batchboard.actions.purge import MAX_BATCH, plan_purge
+from batchboard.alerts import detector
+from batchboard.alerts.models import Rule
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.measure import (
@@ -55,6 +62,22 @@ MIN_JOB_NAMES = 40
 PAGE_TARGET = 1.5
 #: The purge plan of a full batch within this many times the same view.
 PURGE_TARGET = 15.0
+#: The rules one timed detector cycle runs, and its target in milliseconds.
+DETECTOR_RULES = 100
+DETECTOR_TARGET_MS = 100.0
+#: The kinds the benchmark's rules cycle through, with their values.
+DETECTOR_KINDS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("FAILED", {}),
+    ("UNKNOWN", {}),
+    ("STALE", {"minutes": 15}),
+    ("OVERDUE", {"factor": 3.0, "window": 20}),
+    ("SLOW", {"window": 20}),
+    ("FRESHNESS", {"hours": 24}),
+)
+
+
+class _RolledBack(Exception):
+    """Leave the benchmark's rules and alerts behind no commit."""
 
 
 def unresolved_needed(executions: int) -> int:
@@ -451,6 +474,7 @@ class Command(BenchmarkCommand):
             view=functools.partial(_purge_plan_view, job_name=facts["busy"]),
         )
         results.append(purge)
+        results.append(page("overdue and slow", reverse("batchboard:overdue")))
         measure(
             (
                 timer
@@ -462,6 +486,54 @@ class Command(BenchmarkCommand):
         )
         self._report(results, floor, depth, repeat)
         self._verdict(results[2:], floor, strict, purge)
+        self._detector(facts, repeat)
+
+    def _detector(self, facts: dict[str, Any], repeat: int) -> None:
+        """
+        Time detector cycles with :data:`DETECTOR_RULES` rules, then roll back.
+
+        The rules watch single jobs (the overview's first names, the busy and
+        the rare one) and every tenth all jobs, across every kind. The first
+        cycle sets the watermarks and records what the history already
+        matches; the cycles timed after it are the steady state.
+        """
+        state = conf.state_alias()
+        names = [row["job_name"] for row in queries.job_names(40).rows]
+        names += [facts["busy"], facts["rare"]]
+        timings: list[float] = []
+        first = 0.0
+        try:
+            with transaction.atomic(using=state):
+                owner = User.objects.db_manager(state).create_user(
+                    f"benchmark-{time.monotonic_ns()}"
+                )
+                for number in range(DETECTOR_RULES):
+                    kind, values = DETECTOR_KINDS[number % len(DETECTOR_KINDS)]
+                    Rule.objects.using(state).create(
+                        name=f"benchmark {number}",
+                        owner=owner,
+                        kind=kind,
+                        job_name="" if number % 10 == 9 else names[number % len(names)],
+                        created_at=timezone.now(),
+                        **values,
+                    )
+                began = time.perf_counter()
+                detector.cycle()
+                first = (time.perf_counter() - began) * 1000
+                for _ in range(repeat):
+                    began = time.perf_counter()
+                    detector.cycle()
+                    timings.append((time.perf_counter() - began) * 1000)
+                raise _RolledBack
+        except _RolledBack:
+            pass
+        median = statistics.median(timings)
+        verdict = "within" if median <= DETECTOR_TARGET_MS else "OVER"
+        self.stdout.write(
+            f"Detector cycle, {DETECTOR_RULES} rules: {median:.2f} ms median "
+            f"(first cycle {first:.2f} ms), {verdict} the "
+            f"{DETECTOR_TARGET_MS:g} ms target."
+        )
 
     def _verdict(
         self, pages: list[Measured], floor: Measured, strict: Measured, purge: Measured
