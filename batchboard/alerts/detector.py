@@ -21,7 +21,8 @@ enabled channel of the rule) and the rule owner's inbox item, in one
 transaction. Detector processes on several hosts coordinate through the
 state database: a cycle runs only while it holds the ``CYCLE`` watermark
 row (``SELECT ... FOR UPDATE SKIP LOCKED``; another process holding it
-skips its cycle), and the unique dedupe key refuses a second alert.
+skips its cycle), which also guards the other watermarks, and the unique
+dedupe key refuses a second alert.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from batchboard import conf
 from batchboard.alerts.models import (
     PENDING,
     Alert,
+    Channel,
     Delivery,
     InboxItem,
     Rule,
@@ -181,27 +183,30 @@ def _finished(rules: Sequence[Rule], rows: Iterable[Row]) -> list[Match]:
 # -- p95 and freshness ------------------------------------------------------------
 
 
+#: What a p95 needs of a run: its status and, once ended, its duration.
+P95_COLUMNS: Final = ("id", "status", "seconds")
+
+
 def job_history(
-    names: Iterable[str], length: int = DEFAULT_WINDOW
+    names: Iterable[str],
+    length: int = DEFAULT_WINDOW,
+    columns: Sequence[str] = P95_COLUMNS,
 ) -> dict[str, list[Row]]:
     """Return each job's latest ``length`` runs (the trend's one statement)."""
     wanted = sorted(set(names))
     if not wanted:
         return {}
-    return overview.latest_runs(
-        wanted, length, ("id", "status", "attempt", "started_at", "ended_at")
-    )
+    return overview.latest_runs(wanted, length, columns)
 
 
 def p95(runs: Sequence[Row], window: int, exclude: int | None = None) -> float | None:
     """Return the p95 duration of the COMPLETED runs among the latest ``window``."""
     durations = [
-        seconds
+        float(run["seconds"])
         for run in runs[:window]
         if run["status"] == "COMPLETED"
-        and run["ended_at"] is not None
+        and run["seconds"] is not None
         and int(run["id"]) != exclude
-        and (seconds := duration(run, run["ended_at"])) is not None
     ]
     if len(durations) < MIN_SAMPLES:
         return None
@@ -297,7 +302,8 @@ def _freshness(rules: Sequence[Rule], now: datetime) -> list[Match]:
             .distinct()[:FRESHNESS_JOBS]
         )
     length = max(_window(rule) for rule in rules)
-    history = job_history(names, length)
+    # A success is told by its status and end: no start is read.
+    history = job_history(names, length, ("id", "status", "ended_at"))
     matches = []
     for rule in rules:
         for name in [rule.job_name] if rule.job_name else sorted(names):
@@ -347,10 +353,20 @@ def record(matches: Sequence[Match], now: datetime) -> int:
         )
         .values_list("rule_id", "execution_id", "version")
     )
+    new = [match for match in matches if match.key not in known]
+    if not new:
+        return 0
+    # The channels of the rules with something new (one statement).
+    channels: dict[int, list[Channel]] = defaultdict(list)
+    links = Rule.channels.through.objects.using(alias).filter(
+        rule_id__in={match.rule.pk for match in new}, channel__enabled=True
+    )
+    for link in links.select_related("channel"):
+        channels[link.rule_id].append(link.channel)
     recorded = 0
     seen: set[tuple[int, int, int]] = set()
-    for match in matches:
-        if match.key in known or match.key in seen:
+    for match in new:
+        if match.key in seen:
             continue
         seen.add(match.key)
         try:
@@ -376,8 +392,7 @@ def record(matches: Sequence[Match], now: datetime) -> int:
                         next_attempt_at=now,
                         idempotency_key=idempotency_key(alert, channel.pk),
                     )
-                    for channel in match.rule.channels.all()
-                    if channel.enabled
+                    for channel in channels[match.rule.pk]
                 )
                 InboxItem.objects.using(alias).create(
                     user_id=match.rule.owner_id, alert=alert
@@ -392,25 +407,40 @@ def record(matches: Sequence[Match], now: datetime) -> int:
 # -- the cycle --------------------------------------------------------------------
 
 
-def _locked(stream: str) -> Watermark | None:
+def _cycle_lock() -> bool:
+    """Take the cycle's row lock, or return False if another process holds it."""
     alias = conf.state_alias()
-    Watermark.objects.using(alias).get_or_create(stream=stream)
-    return (
+    locking = (
         Watermark.objects.using(alias)
         .select_for_update(skip_locked=True)
-        .filter(stream=stream)
-        .first()
+        .filter(stream=CYCLE)
+        .values_list("id", flat=True)
     )
+    if list(locking):
+        return True
+    # Missing (a first cycle), or held: make sure it exists, then try again.
+    Watermark.objects.using(alias).get_or_create(stream=CYCLE)
+    return bool(list(locking.all()))  # a fresh query, not the cached result
+
+
+def _marks(streams: Sequence[str]) -> dict[str, Watermark]:
+    """Return the watermarks of ``streams`` (the cycle's lock guards them)."""
+    alias = conf.state_alias()
+    found = {
+        mark.stream: mark
+        for mark in Watermark.objects.using(alias).filter(stream__in=streams)
+    }
+    for stream in streams:
+        if stream not in found:
+            found[stream] = Watermark.objects.using(alias).create(stream=stream)
+    return found
 
 
 def cycle(now: datetime | None = None) -> Report:
     """Run one detector cycle (see the module's docstring)."""
     report = Report()
     rules = list(
-        Rule.objects.using(conf.state_alias())
-        .filter(enabled=True)
-        .prefetch_related("channels")
-        .order_by("id")
+        Rule.objects.using(conf.state_alias()).filter(enabled=True).order_by("id")
     )
     if not rules:
         return report
@@ -418,23 +448,21 @@ def cycle(now: datetime | None = None) -> Report:
     for rule in rules:
         by_kind[rule.kind].append(rule)
     with transaction.atomic(using=conf.state_alias()):
-        if _locked(CYCLE) is None:
+        if not _cycle_lock():
             report.skipped = True
             return report
         now = now or timezone.now()
         matches: list[Match] = []
-        for status in ("FAILED", "UNKNOWN"):
+        slow = by_kind.get("SLOW", [])
+        streams = [status for status in ("FAILED", "UNKNOWN") if by_kind.get(status)]
+        marks = _marks([*streams, *(["COMPLETED"] if slow else [])])
+        for status in streams:
             if by_kind.get(status):
-                mark = _locked(status)
-                assert mark is not None  # the cycle's lock serialises these
-                rows = _stream(status, mark, now)
+                rows = _stream(status, marks[status], now)
                 report.read += len(rows)
                 matches += _finished(by_kind[status], rows)
-        slow = by_kind.get("SLOW", [])
         if slow:
-            mark = _locked("COMPLETED")
-            assert mark is not None
-            rows = _stream("COMPLETED", mark, now)
+            rows = _stream("COMPLETED", marks["COMPLETED"], now)
             report.read += len(rows)
             length = max(_window(rule) for rule in slow) + 1
             history = job_history((row["job_name"] for row in rows), length)

@@ -22,12 +22,13 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from batchboard.alerts import delivery, detector
-from batchboard.alerts.models import Alert, Delivery, DeliveryAttempt
+from batchboard.alerts.models import Alert, Delivery, DeliveryAttempt, Watermark
 from batchboard.demo.runs import RunPlan
 from batchboard.demo.simulate import Simulator
 from batchboard.models import JobExecution
 from batchboard.repository import JobRepository, SystemClock
 from tests.alerts.conftest import Receiver, rule, webhook
+from tests.conftest import held_lock
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgresql]
 
@@ -199,3 +200,15 @@ def test_freshness_fires_when_a_job_misses_its_window_only(owner: User) -> None:
         "fx-rates-refresh",
         completed.pk,
     )
+
+
+def test_a_detector_skips_its_cycle_while_another_holds_it(owner: User) -> None:
+    rule(owner, "FAILED")
+    assert detector.cycle().skipped is False
+    cycle_row = Watermark.objects.get(stream=detector.CYCLE)
+    with held_lock(
+        "SELECT id FROM batchboard_alert_watermark WHERE id = %s FOR UPDATE",
+        cycle_row.pk,
+    ):
+        assert detector.cycle().skipped is True
+    assert detector.cycle().skipped is False
