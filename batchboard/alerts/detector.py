@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from batchboard import conf
@@ -128,6 +128,20 @@ def duration(run: Row, now: datetime) -> float | None:
 # -- the streams ------------------------------------------------------------------
 
 
+def after(status: str, mark: Watermark) -> QuerySet[Any]:
+    """Return the statement of ``status``'s rows after ``mark`` (set)."""
+    # The ">=" bound starts the index scan at the watermark; the OR then
+    # drops the rows at its very timestamp it has passed.
+    rows: QuerySet[Any] = (
+        JobExecution.objects.using(conf.database_alias())
+        .filter(status=status, updated_at__gte=mark.updated_at)
+        .filter(Q(updated_at__gt=mark.updated_at) | Q(id__gt=mark.last_id))
+        .order_by("updated_at", "id")
+        .values(*_STREAM_COLUMNS, job_name=F("definition__job_name"))[:STREAM_LIMIT]
+    )
+    return rows
+
+
 def _stream(status: str, mark: Watermark, now: datetime) -> list[Row]:
     """Read ``status``'s executions after ``mark``, advancing it short of now."""
     executions = JobExecution.objects.using(conf.database_alias()).filter(status=status)
@@ -139,16 +153,7 @@ def _stream(status: str, mark: Watermark, now: datetime) -> list[Row]:
         mark.last_id = int(found["id"]) if found else 0
         mark.save(update_fields=["updated_at", "last_id"])
         return []
-    # The ">=" bound starts the index scan at the watermark; the OR then
-    # drops the rows at its very timestamp it has passed.
-    after = executions.filter(updated_at__gte=mark.updated_at).filter(
-        Q(updated_at__gt=mark.updated_at) | Q(id__gt=mark.last_id)
-    )
-    rows = list(
-        after.order_by("updated_at", "id").values(
-            *_STREAM_COLUMNS, job_name=F("definition__job_name")
-        )[:STREAM_LIMIT]
-    )
+    rows = list(after(status, mark))
     settled = [row for row in rows if row["updated_at"] <= now - LAG]
     if settled:
         mark.updated_at = settled[-1]["updated_at"]

@@ -16,10 +16,15 @@ from tests.alerts.conftest import rule, webhook
 pytestmark = pytest.mark.django_db
 
 
-def _history(job: str, count: int = 5, minutes: float = 3) -> None:
+def _history(job: str, count: int = 5, minutes: float = 3, days_ago: float = 0) -> None:
     for _ in range(count):
         factories.execution(
-            factories.instance(job), "COMPLETED", duration=timedelta(minutes=minutes)
+            factories.instance(job),
+            "COMPLETED",
+            duration=timedelta(minutes=minutes),
+            created_at=factories.ago(days=days_ago, minutes=minutes + 1)
+            if days_ago
+            else None,
         )
 
 
@@ -181,3 +186,44 @@ def test_the_watermark_advances_only_past_settled_rows(owner: User) -> None:
     assert (mark.updated_at, mark.last_id) == (settled.updated_at, settled.pk)
     assert fresh.updated_at > timezone.now() - detector.LAG
     assert Alert.objects.count() == 2
+
+
+def test_the_streams_walk_the_status_index_from_the_watermark(owner: User) -> None:
+    rule(owner, "FAILED")
+    detector.cycle()
+    mark = Watermark.objects.get(stream="FAILED")
+    plan = detector.after("FAILED", mark).explain()
+    assert "ob_job_execution_status_updated" in plan
+
+
+def test_a_cycles_statements_do_not_grow_with_the_history(owner: User) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for kind, values in [
+        ("FAILED", {}),
+        ("STALE", {"minutes": 10}),
+        ("OVERDUE", {"factor": 2.0}),
+        ("SLOW", {}),
+        ("FRESHNESS", {"hours": 1, "job_name": "etl"}),
+    ]:
+        rule(owner, kind, name=kind, **values)
+    _history("etl", count=3)
+    detector.cycle()
+    detector.cycle()
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            detector.cycle()
+        return len(captured.captured_queries)
+
+    small = statements()
+    # History: older than the watermarks, as everything before a cycle is.
+    _history("other-etl", count=30, days_ago=2)
+    _history("other", count=30, days_ago=2)
+    for _ in range(20):
+        factories.execution(
+            factories.instance("old"), "FAILED", created_at=factories.ago(days=3)
+        )
+    detector.cycle()
+    assert statements() == small
