@@ -65,3 +65,29 @@ def test_a_non_positive_period_is_refused() -> None:
     with pytest.raises(SystemExit):
         call_command("batchboard_watch", every=0, stderr=err)
     assert "--every must be a positive number" in err.getvalue()
+
+
+def test_the_demo_login_gets_inbox_rules_once(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.contrib.auth.models import User
+    from django.core.management.base import CommandError
+
+    from batchboard.alerts.models import Rule
+
+    with pytest.raises(CommandError, match="BATCHBOARD_DEMO=1"):
+        call_command("batchboard_demo_alerts", stdout=StringIO())
+    monkeypatch.setenv("BATCHBOARD_DEMO", "1")
+    with pytest.raises(CommandError, match="batchboard_demo_login first"):
+        call_command("batchboard_demo_alerts", stdout=StringIO())
+    demo = User.objects.create_user("demo", password="demo")
+    call_command("batchboard_demo_alerts", stdout=StringIO())
+    call_command("batchboard_demo_alerts", stdout=StringIO())
+    rules = Rule.objects.filter(owner=demo)
+    assert sorted(rules.values_list("kind", flat=True)) == [
+        "FAILED",
+        "OVERDUE",
+        "STALE",
+    ]
+    assert not Rule.channels.through.objects.exists()
+    assert User.objects.get(pk=demo.pk).has_perm("batchboard.manage_alerts")
