@@ -16,9 +16,9 @@ A cycle's reads are bounded whatever the history holds:
   the trend's statement), once per cycle for every job concerned.
 
 What matches is recorded by :func:`record`: an :class:`~.models.Alert` per
-dedupe key ``(rule, execution id, version)`` (see :data:`ONCE`), its deliveries (one per
-enabled channel of the rule) and the rule owner's inbox item, in one
-transaction. Detector processes on several hosts coordinate through the
+dedupe key ``(rule, execution id, version)`` (see :data:`ONCE`), its
+deliveries (one per enabled channel of the rule) and the rule owner's inbox
+item, in one transaction. Detector processes on several hosts coordinate through the
 state database: a cycle runs only while it holds the ``CYCLE`` watermark
 row (``SELECT ... FOR UPDATE SKIP LOCKED``; another process holding it
 skips its cycle), which also guards the other watermarks, and the unique
@@ -68,6 +68,8 @@ FRESHNESS_JOBS: Final = 200
 #: FAILED row's version still moves, e.g. when its instance restarts.)
 #: Stale events key on the execution's version: each new silence is one.
 ONCE: Final = 0
+#: The statuses a run can be overdue in (UNKNOWN is stale, not running).
+RUNNING: Final = ("STARTED", "STOPPING")
 #: The lock row of a whole cycle.
 CYCLE: Final = "CYCLE"
 
@@ -273,6 +275,8 @@ def _unresolved(
                 if rule.minutes is None or idle <= rule.minutes * 60:
                     continue
                 seconds, limit = idle, rule.minutes * 60.0
+            elif row["status"] not in RUNNING:
+                continue
             else:
                 running = duration(row, now)
                 limit_or_none = overdue_limit(rule, history.get(row["job_name"], []))

@@ -194,6 +194,8 @@ def overdue(request: HttpRequest) -> HttpResponse:
     history = detector.job_history(names)
     late, slow = [], []
     for row in running:
+        if row["status"] not in detector.RUNNING:
+            continue
         typical = detector.p95(
             history.get(row["job_name"], []), detector.DEFAULT_WINDOW
         )

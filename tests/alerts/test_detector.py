@@ -120,6 +120,10 @@ def test_a_fixed_limit_calls_a_run_overdue_without_history(owner: User) -> None:
     late = factories.execution(
         factories.instance("new-job"), "STARTED", created_at=factories.ago(minutes=15)
     )
+    # UNKNOWN is unresolved but not running: stale rules watch it.
+    factories.execution(
+        factories.instance("lost-job"), "UNKNOWN", created_at=factories.ago(minutes=15)
+    )
     detector.cycle()
     assert list(Alert.objects.values_list("execution_id", flat=True)) == [late.pk]
 
