@@ -167,3 +167,28 @@ def test_the_overdue_page_lists_late_runs_and_slow_finishes(
     page = client_of.get("/alerts/overdue/").content.decode()
     assert f"#{late.pk}<" in page and f"#{slow.pk}<" in page
     assert page.count('href="/jobs/etl/"') == 2
+
+
+def test_the_overdue_page_reads_the_same_statements_whatever_the_history(
+    client_of: Client,
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(5):
+        factories.execution(
+            factories.instance("etl"), "COMPLETED", duration=timedelta(minutes=3)
+        )
+    factories.execution(
+        factories.instance("etl"), "STARTED", created_at=factories.ago(minutes=30)
+    )
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client_of.get("/alerts/overdue/").status_code == 200
+        return len(captured.captured_queries)
+
+    few = statements()
+    for _ in range(60):
+        factories.execution(factories.instance("etl"), "COMPLETED")
+    assert statements() == few
