@@ -192,3 +192,12 @@ def test_the_overdue_page_reads_the_same_statements_whatever_the_history(
     for _ in range(60):
         factories.execution(factories.instance("etl"), "COMPLETED")
     assert statements() == few
+
+
+def test_the_inbox_links_the_rules_only_for_their_managers(
+    client_of: Client,
+) -> None:
+    assert 'href="/alerts/"' in client_of.get("/inbox/").content.decode()
+    viewer = Client()
+    viewer.force_login(factories.viewer())
+    assert 'href="/alerts/"' not in viewer.get("/inbox/").content.decode()
