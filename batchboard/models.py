@@ -548,6 +548,7 @@ from batchboard.alerts.models import Delivery as Delivery  # noqa: E402
 from batchboard.alerts.models import DeliveryAttempt as DeliveryAttempt  # noqa: E402
 from batchboard.alerts.models import InboxItem as InboxItem  # noqa: E402
 from batchboard.alerts.models import Rule as Rule  # noqa: E402
+from batchboard.alerts.models import RuleChannel as RuleChannel  # noqa: E402
 from batchboard.alerts.models import Watermark as Watermark  # noqa: E402
 from batchboard.state import BulkItem as BulkItem  # noqa: E402
 from batchboard.state import BulkOperation as BulkOperation  # noqa: E402

@@ -45,6 +45,7 @@ from batchboard.alerts.models import (
     Delivery,
     InboxItem,
     Rule,
+    RuleChannel,
     Watermark,
 )
 from batchboard.explorer import overview, queries
@@ -367,7 +368,7 @@ def record(matches: Sequence[Match], now: datetime) -> int:
         return 0
     # The channels of the rules with something new (one statement).
     channels: dict[int, list[Channel]] = defaultdict(list)
-    links = Rule.channels.through.objects.using(alias).filter(
+    links = RuleChannel.objects.using(alias).filter(
         rule_id__in={match.rule.pk for match in new}, channel__enabled=True
     )
     for link in links.select_related("channel"):

@@ -110,7 +110,11 @@ class Rule(OwnState):
     limit_minutes = models.IntegerField(null=True, blank=True)
     # FRESHNESS: hours within which a COMPLETED run must exist.
     hours = models.IntegerField(null=True, blank=True)
-    channels = models.ManyToManyField(Channel, blank=True, related_name="rules")
+    # Through a model of batchboard's own, so the link table is routed to
+    # the state database with the rest (an auto-created one would not be).
+    channels = models.ManyToManyField(
+        Channel, through="RuleChannel", blank=True, related_name="rules"
+    )
     created_at = models.DateTimeField()
 
     class Meta(OwnState.Meta):
@@ -126,6 +130,25 @@ class Rule(OwnState):
         return tuple(
             part.strip() for part in self.failure_categories.split(",") if part.strip()
         )
+
+
+class RuleChannel(OwnState):
+    """A channel a rule's alerts go to."""
+
+    rule = models.ForeignKey(Rule, models.CASCADE)
+    channel = models.ForeignKey(Channel, models.CASCADE)
+
+    class Meta(OwnState.Meta):
+        db_table = "batchboard_alert_rule_channel"
+        verbose_name = _("alert rule channel")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["rule", "channel"], name="batchboard_alert_rule_channel_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"rule {self.rule_id} to channel {self.channel_id}"
 
 
 class Alert(OwnState):
@@ -149,11 +172,14 @@ class Alert(OwnState):
         verbose_name = _("alert")
         constraints = [
             models.UniqueConstraint(
-                fields=["rule", "execution_id", "version"], name="bb_alert_dedupe"
+                fields=["rule", "execution_id", "version"],
+                name="batchboard_alert_dedupe",
             )
         ]
         indexes = [
-            models.Index(fields=["-detected_at", "-id"], name="bb_alert_detected"),
+            models.Index(
+                fields=["-detected_at", "-id"], name="batchboard_alert_detected"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -184,14 +210,14 @@ class Delivery(OwnState):
         verbose_name_plural = _("alert deliveries")
         constraints = [
             models.UniqueConstraint(
-                fields=["alert", "channel"], name="bb_alert_delivery_once"
+                fields=["alert", "channel"], name="batchboard_alert_delivery_once"
             )
         ]
         indexes = [
             models.Index(
-                fields=["state", "next_attempt_at", "id"], name="bb_delivery_due"
+                fields=["state", "next_attempt_at", "id"], name="batchboard_alert_due"
             ),
-            models.Index(fields=["channel", "-id"], name="bb_delivery_channel"),
+            models.Index(fields=["channel", "-id"], name="batchboard_alert_by_channel"),
         ]
 
     def __str__(self) -> str:
@@ -212,7 +238,7 @@ class DeliveryAttempt(OwnState):
         verbose_name = _("delivery attempt")
         constraints = [
             models.UniqueConstraint(
-                fields=["delivery", "number"], name="bb_alert_attempt_number"
+                fields=["delivery", "number"], name="batchboard_alert_attempt_number"
             )
         ]
 
@@ -231,11 +257,15 @@ class InboxItem(OwnState):
         db_table = "batchboard_alert_inbox"
         verbose_name = _("inbox item")
         constraints = [
-            models.UniqueConstraint(fields=["user", "alert"], name="bb_inbox_once")
+            models.UniqueConstraint(
+                fields=["user", "alert"], name="batchboard_inbox_once"
+            )
         ]
         indexes = [
-            models.Index(fields=["user", "read_at", "-id"], name="bb_inbox_unread"),
-            models.Index(fields=["user", "-id"], name="bb_inbox_user"),
+            models.Index(
+                fields=["user", "read_at", "-id"], name="batchboard_inbox_unread"
+            ),
+            models.Index(fields=["user", "-id"], name="batchboard_inbox_user"),
         ]
 
     def __str__(self) -> str:

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import override_settings
 from django.utils import timezone
 
 from batchboard.alerts import detector
@@ -231,3 +232,26 @@ def test_a_cycles_statements_do_not_grow_with_the_history(owner: User) -> None:
         )
     detector.cycle()
     assert statements() == small
+
+
+def test_every_alert_table_is_routed_to_the_state_database() -> None:
+    from django.apps import apps
+
+    from batchboard.routers import BatchboardRouter, is_own_state
+
+    router = BatchboardRouter()
+    tables = [
+        model
+        for model in apps.get_app_config("batchboard").get_models(
+            include_auto_created=True
+        )
+        if model._meta.db_table.startswith("batchboard_alert")
+    ]
+    assert len(tables) == 8
+    for model in tables:
+        assert is_own_state(model), model
+        with override_settings(BATCHBOARD={"STATE_DATABASE": "state"}):
+            assert router.allow_migrate("state", "batchboard", model._meta.model_name)
+            assert not router.allow_migrate(
+                "default", "batchboard", model._meta.model_name
+            )

@@ -73,7 +73,7 @@ def test_the_demo_login_gets_inbox_rules_once(
     from django.contrib.auth.models import User
     from django.core.management.base import CommandError
 
-    from batchboard.alerts.models import Rule
+    from batchboard.alerts.models import Rule, RuleChannel
 
     with pytest.raises(CommandError, match="BATCHBOARD_DEMO=1"):
         call_command("batchboard_demo_alerts", stdout=StringIO())
@@ -89,5 +89,5 @@ def test_the_demo_login_gets_inbox_rules_once(
         "OVERDUE",
         "STALE",
     ]
-    assert not Rule.channels.through.objects.exists()
+    assert not RuleChannel.objects.exists()
     assert User.objects.get(pk=demo.pk).has_perm("batchboard.manage_alerts")
