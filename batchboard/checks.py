@@ -98,6 +98,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors.extend(_metrics_errors())
     errors.extend(_state_errors())
     errors.extend(_api_errors())
+    errors.extend(_alert_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -180,6 +181,43 @@ def _api_errors() -> list[CheckMessage]:
             )
         ]
     return []
+
+
+#: Each alert setting and the least value it takes.
+_ALERT_MINIMA: dict[str, int] = {
+    "ALERTS_CYCLE_SECONDS": 1,
+    "ALERTS_MAX_ATTEMPTS": 1,
+    "ALERTS_RETRY_SECONDS": 0,
+}
+
+
+def _alert_errors() -> list[CheckMessage]:
+    """Validate the alert settings: whole numbers and a base URL."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    for key, least in _ALERT_MINIMA.items():
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            errors.append(
+                Error(
+                    f"BATCHBOARD[{key!r}] is {value!r}.",
+                    hint=f"Use a whole number of at least {least}.",
+                    id="batchboard.E019",
+                )
+            )
+    base = config["ALERTS_BASE_URL"]
+    if not isinstance(base, str) or (
+        base and not base.startswith(("http://", "https://"))
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['ALERTS_BASE_URL'] is {base!r}.",
+                hint="Use the site's address (https://batchboard.example.org), "
+                "or leave it empty for links that are paths.",
+                id="batchboard.E019",
+            )
+        )
+    return errors
 
 
 def _action_database_errors() -> list[CheckMessage]:

@@ -91,6 +91,15 @@ DEFAULTS: dict[str, Any] = {
     "METRICS_CACHE_SECONDS": 10,
     # Calls one API token may make in one minute (a 429 envelope past it).
     "API_TOKEN_RATE": 600,
+    # Alerts (batchboard.alerts): the site's address that alert links start
+    # with ("https://batchboard.example.org"; empty: links are paths).
+    "ALERTS_BASE_URL": "",
+    # Seconds between the watch process's detector cycles.
+    "ALERTS_CYCLE_SECONDS": 10,
+    # Attempts of one delivery before it is marked failed, and the first
+    # retry's delay in seconds (doubled after each failure).
+    "ALERTS_MAX_ATTEMPTS": 5,
+    "ALERTS_RETRY_SECONDS": 30,
 }
 
 

@@ -528,6 +528,16 @@ class ComponentState(Identified):
 
 # batchboard's own state, routed to the site's database (batchboard.state).
 # API tokens, also batchboard's own state (batchboard.api.tokens).
+# batchboard's own state, routed to the site's database (batchboard.state,
+# batchboard.alerts.models).
+from batchboard.alerts.models import Alert as Alert  # noqa: E402
+from batchboard.alerts.models import Channel as Channel  # noqa: E402
+from batchboard.alerts.models import Delivery as Delivery  # noqa: E402
+from batchboard.alerts.models import DeliveryAttempt as DeliveryAttempt  # noqa: E402
+from batchboard.alerts.models import InboxItem as InboxItem  # noqa: E402
+from batchboard.alerts.models import Rule as Rule  # noqa: E402
+from batchboard.alerts.models import RuleChannel as RuleChannel  # noqa: E402
+from batchboard.alerts.models import Watermark as Watermark  # noqa: E402
 from batchboard.api.tokens import ApiToken as ApiToken  # noqa: E402
 from batchboard.state import BulkItem as BulkItem  # noqa: E402
 from batchboard.state import BulkOperation as BulkOperation  # noqa: E402

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
+from batchboard.alerts import urls as alerts_urls
 from batchboard.api import pages as api_pages
 from batchboard.api import urls as api_urls
 from batchboard.console import urls as console_urls
@@ -27,4 +28,6 @@ urlpatterns = [
     path("api/v1/", include(api_urls.urlpatterns)),
     path("tokens/", api_pages.token_list, name="api_tokens"),
     path("tokens/revoke/", api_pages.token_revoke, name="api_token_revoke"),
+    # Alert rules and channels, the inbox and the overdue page.
+    *alerts_urls.urlpatterns,
 ]

@@ -163,4 +163,12 @@ document.addEventListener("click", (event) => {
     return;
   }
   navigator.clipboard.writeText(source.textContent || "").then(() => done(button.dataset.bbCopied || label), select);
+// The header's unread-alerts count is loaded after the page, so a page's own
+// statements stay its own. A data attribute, not hx-get: the page's first
+// hx-get stays the list's continuation.
+document.addEventListener("DOMContentLoaded", () => {
+  const count = document.querySelector("[data-bb-inbox-count]");
+  if (count instanceof HTMLElement && window.htmx) {
+    window.htmx.ajax("GET", count.dataset.bbInboxCount, { target: count, swap: "innerHTML" });
+  }
 });

@@ -7,11 +7,12 @@ a million rows deep and prints median times beside a minimal keyset view
 measured in the same run: the floor any page could reach. The pages are the
 overview, the executions list unfiltered and under every status, a busy and
 a rare job (their executions and their instances), the unresolved list, the
-admin changelist and the record pages; the purge plan of a busy job (batch
-1,000) and a bulk ABANDON plan of 1,000 FAILED executions are timed as
-well. Last, 1,000 FAILED executions are abandoned by one bulk apply and
-1,000 others by 1,000 single actions, each timed once (these write: demo
-databases only). Deep pages are reached with cursors built for the
+admin changelist, the record pages and the overdue page; the purge plan
+of a busy job (batch 1,000), a bulk ABANDON plan of 1,000 FAILED
+executions and one alert detector cycle with :data:`DETECTOR_RULES` rules
+are timed as well. Last, 1,000 FAILED executions are abandoned by one bulk
+apply and 1,000 others by 1,000 single actions, each timed once (these
+write: demo databases only). Deep pages are reached with cursors built for the
 position, exactly as paging there would leave them, since cursors only
 carry a key and a ceiling.
 
@@ -24,19 +25,22 @@ leaves.
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
-from django.db import connections
+from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template import engines
 from django.template.backends.django import Template
 from django.test.utils import override_settings
 from django.urls import reverse
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from batchboard import conf, cursors, vocabulary
@@ -49,6 +53,8 @@ from batchboard.actions import (
 )
 from batchboard.actions.bulk import Survey
 from batchboard.actions.purge import MAX_BATCH, plan_purge
+from batchboard.alerts import detector
+from batchboard.alerts.models import Rule
 from batchboard.demo.commands import add_seed_argument, check_bounds
 from batchboard.demo.gate import require_demo
 from batchboard.demo.measure import (
@@ -77,6 +83,22 @@ SCRAPE_TARGET_MS = 50.0
 BULK_ITEMS = 1000
 #: Single actions run before the applies are timed, uncounted.
 WARM_UP = 20
+#: The rules one timed detector cycle runs, and its target in milliseconds.
+DETECTOR_RULES = 100
+DETECTOR_TARGET_MS = 100.0
+#: The kinds the benchmark's rules cycle through, with their values.
+DETECTOR_KINDS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("FAILED", {}),
+    ("UNKNOWN", {}),
+    ("STALE", {"minutes": 15}),
+    ("OVERDUE", {"factor": 3.0, "window": 20}),
+    ("SLOW", {"window": 20}),
+    ("FRESHNESS", {"hours": 24}),
+)
+
+
+class _RolledBack(Exception):
+    """Leave the benchmark's rules and alerts behind no commit."""
 
 
 def unresolved_needed(executions: int) -> int:
@@ -601,6 +623,7 @@ class Command(BenchmarkCommand):
             view=functools.partial(_purge_plan_view, job_name=facts["busy"]),
         )
         results.append(purge)
+        results.append(page("overdue and slow", reverse("batchboard:overdue")))
         bulk = page(
             f"bulk plan ABANDON, {BULK_ITEMS:,} FAILED items",
             "/bulk-plan/",
@@ -632,6 +655,7 @@ class Command(BenchmarkCommand):
             f"a family (budget {budget.SERIES_BUDGET})."
         )
         self._api_report(pairs)
+        self._detector(facts, repeat)
         self._applies(alias, user)
 
     def _measure(self, results: list[Measured], repeat: int) -> None:
@@ -727,6 +751,53 @@ class Command(BenchmarkCommand):
         self.stdout.write(
             "API lists slower than their HTML page: "
             + (", ".join(slower) if slower else "none.")
+        )
+
+    def _detector(self, facts: dict[str, Any], repeat: int) -> None:
+        """
+        Time detector cycles with :data:`DETECTOR_RULES` rules, then roll back.
+
+        The rules watch single jobs (the overview's first names, the busy and
+        the rare one) and every tenth all jobs, across every kind. The first
+        cycle sets the watermarks and records what the history already
+        matches; the cycles timed after it are the steady state.
+        """
+        state = conf.state_alias()
+        names = [row["job_name"] for row in queries.job_names(40).rows]
+        names += [facts["busy"], facts["rare"]]
+        timings: list[float] = []
+        first = 0.0
+        try:
+            with transaction.atomic(using=state):
+                owner = User.objects.db_manager(state).create_user(
+                    f"benchmark-{time.monotonic_ns()}"
+                )
+                for number in range(DETECTOR_RULES):
+                    kind, values = DETECTOR_KINDS[number % len(DETECTOR_KINDS)]
+                    Rule.objects.using(state).create(
+                        name=f"benchmark {number}",
+                        owner=owner,
+                        kind=kind,
+                        job_name="" if number % 10 == 9 else names[number % len(names)],
+                        created_at=timezone.now(),
+                        **values,
+                    )
+                began = time.perf_counter()
+                detector.cycle()
+                first = (time.perf_counter() - began) * 1000
+                for _ in range(repeat):
+                    began = time.perf_counter()
+                    detector.cycle()
+                    timings.append((time.perf_counter() - began) * 1000)
+                raise _RolledBack
+        except _RolledBack:
+            pass
+        median = statistics.median(timings)
+        verdict = "within" if median <= DETECTOR_TARGET_MS else "OVER"
+        self.stdout.write(
+            f"Detector cycle, {DETECTOR_RULES} rules: {median:.2f} ms median "
+            f"(first cycle {first:.2f} ms), {verdict} the "
+            f"{DETECTOR_TARGET_MS:g} ms target."
         )
 
     def _verdict(
