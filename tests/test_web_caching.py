@@ -57,6 +57,7 @@ def records() -> dict[str, Any]:
         "bulk_id": _bulk_operation(execution),
         "source": "executions",
         "action": "ABANDON",
+        "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
     }
 
 

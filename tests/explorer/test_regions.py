@@ -61,6 +61,7 @@ def _arguments(history: History) -> dict[str, Any]:
         "source": "executions",
         "action": "ABANDON",
         "bulk_id": "bulk-none",
+        "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
     }
 
 

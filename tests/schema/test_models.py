@@ -171,6 +171,9 @@ def test_closed_sets_come_from_the_schema() -> None:
     }
     worded = set()
     for model in apps.get_app_config("batchboard").get_models():
+        if is_own_state(model):
+            # batchboard's own tables: their closed sets are its own.
+            continue
         for field in model._meta.concrete_fields:
             if not field.choices:
                 continue

@@ -154,6 +154,7 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
         "source": lambda _t: "executions",
         "action": lambda _t: "ABANDON",
         "bulk_id": lambda _t: _bulk_id(),
+        "channel_id": lambda _t: _channel_id(),
         "url": lambda _t: "no-such-page/",
     }
 
@@ -166,6 +167,16 @@ def _bulk_id() -> str:
     first = found.first()
     if first is None:
         raise UnfilledParameter("no bulk operation recorded")
+    return str(first)
+
+
+def _channel_id() -> str:
+    """Return the first alert channel's id."""
+    from batchboard.alerts.models import Channel
+
+    first = Channel.objects.order_by("pk").values_list("pk", flat=True).first()
+    if first is None:
+        raise UnfilledParameter("no alert channel recorded")
     return str(first)
 
 

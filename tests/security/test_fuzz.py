@@ -46,6 +46,7 @@ from django.test import Client
 from batchboard import actions
 from batchboard.actions.bulk.plan import bulk_digest
 from batchboard.api import tokens
+from tests import factories
 from tests.security import campaign
 from tests.security.conftest import site_log
 from tests.site.history import SECRET, History, create_history
@@ -298,6 +299,8 @@ def world(db: None) -> Iterator[History]:
     _users()
     # batchboard's own state that admin pages name: an API token.
     tokens.create_token(User.objects.get(username="operator"), "fuzz", ["READ"])
+    # An alert channel, whose page names it.
+    factories.alert_channel(User.objects.get(username="administrator"))
     # And a bulk operation: releasing an instance that holds nothing.
     items = [(history.instance.pk, 0)]
     filters = {"list": "instances", "job": history.instance.job_name}
