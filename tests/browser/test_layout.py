@@ -16,8 +16,11 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.urls import get_resolver, reverse
 
+from batchboard import actions
+from batchboard.actions.bulk.plan import bulk_digest
 from batchboard.models import JobExecution
 from tests import factories
 from tests.browser.test_operator_history import sign_in
@@ -46,6 +49,14 @@ NOT_PAGES = {
     "action_hold",
     "action_release",
     "recovery_proposal",
+    # POSTs and fragments of bulk actions, alerts and tokens.
+    "bulk_apply",
+    "bulk_continue",
+    "inbox_count",
+    "job_names",
+    "api_token_revoke",
+    # Not HTML: /metrics (its text format).
+    "metrics",
 }
 
 # The page is too wide if the document scrolls sideways, or if an element
@@ -101,7 +112,28 @@ def seed_everything() -> dict[str, Any]:
             requested_at=now - timedelta(minutes=30 - index),
             rejection=None if index % 3 else "INVALID_STATE",
         )
-    return {"failed": failed, "stuck": stuck, "step": step, "instance": first}
+    owner = User.objects.create_user("layout-owner")
+    channel = factories.alert_channel(owner, "https://hooks.example.org/" + "x" * 80)
+    # A bulk operation that changes nothing: releasing an unheld instance.
+    items = [(first.pk, 0)]
+    filters = {"list": "instances", "job": LONG_JOB}
+    actions.apply_bulk(
+        user=User.objects.create_superuser("layout-bulk"),
+        action="RELEASE_HOLD",
+        filters=filters,
+        items=items,
+        digest=bulk_digest("RELEASE_HOLD", filters, items),
+        bulk_id="layout-bulk-with-a-long-identifier",
+        reason_code="HOLD_NO_LONGER_NEEDED",
+    )
+    return {
+        "failed": failed,
+        "stuck": stuck,
+        "step": step,
+        "instance": first,
+        "channel": channel,
+        "bulk_id": "layout-bulk-with-a-long-identifier",
+    }
 
 
 def pages(seeded: dict[str, Any]) -> dict[str, str]:
@@ -123,12 +155,29 @@ def pages(seeded: dict[str, Any]) -> dict[str, str]:
         "operator_requests": reverse("batchboard:operator_requests", args=[execution]),
         "audit": reverse("batchboard:audit"),
         "purge_plan": reverse("batchboard:purge_plan") + "?job_name=" + LONG_JOB,
+        "bulk_plan": reverse("batchboard:bulk_plan", args=["executions", "ABANDON"])
+        + "?status=FAILED",
+        "bulk_operation": reverse(
+            "batchboard:bulk_operation", args=[seeded.get("bulk_id", "none")]
+        ),
+        "alert_rules": reverse("batchboard:alert_rules"),
+        "alert_channel": reverse(
+            "batchboard:alert_channel", args=[getattr(seeded.get("channel"), "pk", 1)]
+        ),
+        "inbox": reverse("batchboard:inbox"),
+        "overdue": reverse("batchboard:overdue"),
+        "api_tokens": reverse("batchboard:api_tokens"),
     }
 
 
 def namespace_names() -> set[str]:
+    """Every URL name of the namespace but the JSON API's (no HTML page)."""
     _, resolver = get_resolver().namespace_dict["batchboard"]
-    return {name for name in resolver.reverse_dict if isinstance(name, str)}
+    return {
+        name
+        for name in resolver.reverse_dict
+        if isinstance(name, str) and not name.startswith("api-")
+    }
 
 
 def test_every_page_of_the_namespace_is_measured(db: None) -> None:
@@ -154,6 +203,10 @@ def test_no_page_scrolls_sideways_at_1280_or_390_px_light_or_dark(
 ) -> None:
     seeded = seed_everything()
     sign_in(page, live_server, "/", destructive=True)
+    # The alert pages, for the operator who manages alerts.
+    User.objects.get(username="operator").user_permissions.add(
+        Permission.objects.get(codename="manage_alerts")
+    )
     backgrounds = set()
     too_wide = []
     for scheme in ("light", "dark"):
