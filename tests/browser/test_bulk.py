@@ -50,7 +50,7 @@ def test_abandon_one_jobs_failed_runs_with_a_reload_during_the_apply(
     member("administrator", staff=True)
     sign_in(page, live_server, "administrator", "/executions/")
 
-    page.select_option("select[name=status]", "FAILED")
+    page.check("input[name=status][value=FAILED]")
     page.fill("input[name=job]", "nightly-import")
     page.click(".bb-filters button[type=submit]")
     page.wait_for_url("**/executions/?status=FAILED&job=nightly-import*")
