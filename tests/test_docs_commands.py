@@ -41,6 +41,12 @@ SKIPPED: tuple[tuple[str, str, str], ...] = (
     ("benchmarks-reference.md", "python manage.py migrate", PG_BENCHMARK),
     ("benchmarks-reference.md", "python manage.py batchboard_benchmark", PG_BENCHMARK),
     (
+        "api.md",
+        "curl ",
+        "talks to the example's server (tests/api/test_script.py runs the "
+        "guide's script against a live one)",
+    ),
+    (
         "benchmarks.md",
         "python manage.py migrate",
         "migrates the benchmark's own databases: /var/tmp and PostgreSQL",
