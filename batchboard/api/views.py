@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
@@ -32,6 +32,7 @@ from batchboard.api.output import Envelope, diagnostic
 from batchboard.api.requests import Refused, refuse
 from batchboard.explorer import access, pagination, queries, surveys
 from batchboard.explorer import audit as audit_log
+from batchboard.explorer.inputs import StatusesField
 from batchboard.explorer.pagination import Page
 from batchboard.models import (
     BulkOperation,
@@ -330,16 +331,22 @@ def recent(request: HttpRequest, user: Any) -> Envelope:
     command = "execution recent"
     inputs.check_params(request, command, LIST_PARAMS | {"status", "job"})
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
-    status = request.GET.get("status", "")
-    if status and status not in STATUSES:
+    # The list's own statuses field: a status in any case, a set (active,
+    # finished) or a comma-separated list, as the page takes them.
+    try:
+        statuses = StatusesField().clean(request.GET.getlist("status"))
+    except ValidationError as error:
         raise refuse(
-            command, "USAGE", "INVALID_STATUS", "the status is not a known status"
-        )
+            command,
+            "USAGE",
+            "INVALID_STATUS",
+            "the status is not a known status or set (active, finished)",
+        ) from error
     job = request.GET.get("job", "")
     if job:
         inputs.job_name(job, command)
     page = queries.recent_executions(
-        status, job, inputs.page_size(request, command), inputs.cursor(request)
+        statuses, job, inputs.page_size(request, command), inputs.cursor(request)
     )
     return _executions(command, page)
 
