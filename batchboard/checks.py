@@ -80,10 +80,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 id="batchboard.E002",
             )
         )
-    elif alias != "default" and not any(
-        str(path).endswith("BatchboardRouter")
-        for path in getattr(settings, "DATABASE_ROUTERS", [])
-    ):
+    elif alias != "default" and not _router_installed():
         errors.append(
             Error(
                 f"The metadata database is {alias!r} but BatchboardRouter is not "
@@ -113,6 +110,14 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     return errors
 
 
+def _router_installed() -> bool:
+    """Return whether DATABASE_ROUTERS holds batchboard's router."""
+    return any(
+        str(path).endswith("BatchboardRouter")
+        for path in getattr(settings, "DATABASE_ROUTERS", [])
+    )
+
+
 #: The largest BULK_MAX_ITEMS accepted: a plan's items travel in one form.
 MAX_BULK_ITEMS = 10_000
 
@@ -131,10 +136,7 @@ def _state_errors() -> list[CheckMessage]:
                 id="batchboard.E017",
             )
         )
-    elif state != "default" and not any(
-        str(path).endswith("BatchboardRouter")
-        for path in getattr(settings, "DATABASE_ROUTERS", [])
-    ):
+    elif state != "default" and not _router_installed():
         errors.append(
             Error(
                 f"batchboard's own state is on {state!r} but BatchboardRouter is "

@@ -132,9 +132,10 @@ def _fill(template: str, values: Mapping[str, object]) -> str | None:
     )
 
 
-def _execution_values(row: Row) -> dict[str, object]:
+def _values(row: Row, execution_id: object) -> dict[str, object]:
+    """Return the fields a link template may name, for either kind of row."""
     return {
-        "execution_id": row["id"],
+        "execution_id": execution_id,
         "instance_id": row["job_instance_id"],
         "job": row["job_name"],
         "failure_category": row.get("failure_category"),
@@ -142,19 +143,14 @@ def _execution_values(row: Row) -> dict[str, object]:
         "started_at": row.get("started_at"),
         "ended_at": row.get("ended_at"),
     }
+
+
+def _execution_values(row: Row) -> dict[str, object]:
+    return _values(row, row["id"])
 
 
 def _step_values(row: Row) -> dict[str, object]:
-    return {
-        "execution_id": row["job_execution_id"],
-        "instance_id": row["job_instance_id"],
-        "job": row["job_name"],
-        "failure_category": row.get("failure_category"),
-        "failure_id": row.get("failure_id"),
-        "started_at": row.get("started_at"),
-        "ended_at": row.get("ended_at"),
-        "step": row["step_name"],
-    }
+    return {**_values(row, row["job_execution_id"]), "step": row["step_name"]}
 
 
 def _failure_template() -> str | None:
