@@ -165,6 +165,29 @@ def _stream(status: str, mark: Watermark, now: datetime) -> list[Row]:
     return rows
 
 
+def _run_match(
+    rule: Rule,
+    row: Row,
+    version: int = ONCE,
+    *,
+    failure_category: str = "",
+    seconds: float | None = None,
+    threshold_seconds: float | None = None,
+) -> Match:
+    """Return ``rule``'s match of the run ``row``."""
+    return Match(
+        rule,
+        int(row["id"]),
+        version,
+        row["job_name"],
+        row["job_instance_id"],
+        row["status"],
+        failure_category,
+        seconds,
+        threshold_seconds,
+    )
+
+
 def _finished(rules: Sequence[Rule], rows: Iterable[Row]) -> list[Match]:
     matches = []
     for row in rows:
@@ -174,17 +197,7 @@ def _finished(rules: Sequence[Rule], rows: Iterable[Row]) -> list[Match]:
             category = row["failure_category"] or ""
             if rule.categories and category not in rule.categories:
                 continue
-            matches.append(
-                Match(
-                    rule,
-                    int(row["id"]),
-                    ONCE,
-                    row["job_name"],
-                    row["job_instance_id"],
-                    row["status"],
-                    category,
-                )
-            )
+            matches.append(_run_match(rule, row, failure_category=category))
     return matches
 
 
@@ -237,16 +250,7 @@ def _slow(rules: Sequence[Rule], rows: Sequence[Row], history: Any) -> list[Matc
             limit = p95(history.get(row["job_name"], []), _window(rule), int(row["id"]))
             if limit is not None and seconds > limit:
                 matches.append(
-                    Match(
-                        rule,
-                        int(row["id"]),
-                        ONCE,
-                        row["job_name"],
-                        row["job_instance_id"],
-                        row["status"],
-                        seconds=seconds,
-                        threshold_seconds=limit,
-                    )
+                    _run_match(rule, row, seconds=seconds, threshold_seconds=limit)
                 )
     return matches
 
@@ -287,14 +291,11 @@ def _unresolved(
                     continue
                 seconds, limit = running, limit_or_none
             matches.append(
-                Match(
+                _run_match(
                     rule,
-                    int(row["id"]),
+                    row,
                     # Each silence of a run is an event; its overrun is one.
                     int(row["version"]) if rule.kind == "STALE" else ONCE,
-                    row["job_name"],
-                    row["job_instance_id"],
-                    row["status"],
                     seconds=seconds,
                     threshold_seconds=limit,
                 )
