@@ -597,30 +597,16 @@ def recover(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
     )
     version = _version(document, command)
     directive_name = inputs.text_field(document, "directive", command)
-    if directive_name == "abandon":
-        if "failure_category" in document or "failure_id" in document:
-            raise refuse(
-                command,
-                "USAGE",
-                "CONTRADICTORY_OPTIONS",
-                "abandon takes no failure category or failure id",
-            )
-        directive = actions.Directive.abandon()
-    elif directive_name == "mark-failed":
-        category = inputs.text_field(document, "failure_category", command)
-        failure_id = document.get("failure_id")
-        if isinstance(failure_id, bool) or not isinstance(failure_id, int):
-            raise refuse(
-                command,
-                "USAGE",
-                "INVALID_FAILURE_ID",
-                "the failure id is a whole number",
-            )
-        directive = actions.Directive.mark_failed(category.upper(), failure_id)
-    else:
+    if directive_name == "abandon" and (
+        "failure_category" in document or "failure_id" in document
+    ):
         raise refuse(
-            command, "USAGE", "INVALID_VALUE", "the directive is mark-failed or abandon"
+            command,
+            "USAGE",
+            "CONTRADICTORY_OPTIONS",
+            "abandon takes no failure category or failure id",
         )
+    directive = _directive(directive_name, document, command)
     digest_text = inputs.text_field(document, "evidence_digest", command)
     if not EVIDENCE_RE.fullmatch(digest_text):
         raise refuse(
@@ -992,10 +978,10 @@ def _bulk_action(document: dict[str, Any], command: str) -> str:
     return str(action)
 
 
-def _directive(document: dict[str, Any], command: str) -> actions.Directive | None:
-    name = document.get("directive")
-    if name is None:
-        return None
+def _directive(
+    name: object, document: dict[str, Any], command: str
+) -> actions.Directive:
+    """Return the recovery directive ``name`` with its failure fields."""
     if name == "abandon":
         return actions.Directive.abandon()
     if name == "mark-failed":
@@ -1012,6 +998,11 @@ def _directive(document: dict[str, Any], command: str) -> actions.Directive | No
     raise refuse(
         command, "USAGE", "INVALID_VALUE", "the directive is mark-failed or abandon"
     )
+
+
+def _bulk_directive(document: dict[str, Any], command: str) -> actions.Directive | None:
+    name = document.get("directive")
+    return None if name is None else _directive(name, document, command)
 
 
 @endpoint("bulk plan", ("POST",))
@@ -1031,7 +1022,7 @@ def bulk_plan(request: HttpRequest, user: Any) -> Envelope:
         user=user,
         action=action,
         survey=survey,
-        directive=_directive(document, command),
+        directive=_bulk_directive(document, command),
         reason_code=reason if isinstance(reason, str) else None,
     )
     return Envelope(
@@ -1100,7 +1091,7 @@ def bulk_apply(request: HttpRequest, user: Any) -> Envelope:
         digest=str(document["digest"]),
         bulk_id=bulk_id if isinstance(bulk_id, str) else None,
         reason_code=reason if isinstance(reason, str) else None,
-        directive=_directive(document, command),
+        directive=_bulk_directive(document, command),
         seconds=2.0,
     )
     return Envelope(
