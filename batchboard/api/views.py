@@ -52,6 +52,12 @@ CURSOR_DETAILS = {
 }
 
 
+def _not_found(command: str, what: str) -> Refused:
+    return refuse(
+        command, "TARGET_NOT_FOUND", "TARGET_NOT_FOUND", f"the {what} does not exist"
+    )
+
+
 def _action_error(command: str, error: results.ActionError) -> Envelope:
     if isinstance(error, results.TargetNotFound):
         what = "instance" if "nstance" in error.message else "execution"
@@ -275,12 +281,7 @@ def instance_show(request: HttpRequest, user: Any, instance_id: str) -> Envelope
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     found = queries.instance(inputs.identifier(instance_id, command, "instance"))
     if found is None:
-        raise refuse(
-            command,
-            "TARGET_NOT_FOUND",
-            "TARGET_NOT_FOUND",
-            "the instance does not exist",
-        )
+        raise _not_found(command, "instance")
     return Envelope(command, projections.instance(found, found["instance_key_hex"]))
 
 
@@ -352,12 +353,7 @@ def execution_show(request: HttpRequest, user: Any, execution_id: str) -> Envelo
     ident = inputs.identifier(execution_id, command, "execution")
     found = queries.execution(ident)
     if found is None:
-        raise refuse(
-            command,
-            "TARGET_NOT_FOUND",
-            "TARGET_NOT_FOUND",
-            "the execution does not exist",
-        )
+        raise _not_found(command, "execution")
     data = projections.execution(found)
     data["recovery_proposal"] = _proposal(ident)
     return Envelope(command, data)
@@ -411,12 +407,7 @@ def recovery_propose(request: HttpRequest, user: Any, execution_id: str) -> Enve
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     ident = inputs.identifier(execution_id, command, "execution")
     if queries.execution(ident) is None:
-        raise refuse(
-            command,
-            "TARGET_NOT_FOUND",
-            "TARGET_NOT_FOUND",
-            "the execution does not exist",
-        )
+        raise _not_found(command, "execution")
     return Envelope(command, _proposal(ident))
 
 
