@@ -817,21 +817,7 @@ def unknown(request: HttpRequest, user: Any) -> Envelope:
 
 def _audit_row(row: dict[str, Any]) -> dict[str, Any]:
     if row["kind"] == audit_log.REQUESTS:
-        return {
-            "action": row["action"],
-            "actor": row["actor_ref"],
-            "execution_id": row["job_execution_id"],
-            "instance_id": row["job_instance_id"],
-            "operation_id": row["operation_id"],
-            "outcome": row["outcome_class"],
-            "prior_status": row["prior_status"],
-            "reason": row["reason_code"],
-            "record": "operator_request",
-            "rejection": row["rejection_code"],
-            "request_id": row["id"],
-            "requested_at": projections.seconds(row["requested_at"]),
-            "result_status": row["result_status"],
-        }
+        return projections.audited_request(row)
     return {
         "action": row["action"],
         "action_id": row["id"],
