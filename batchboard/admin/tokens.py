@@ -18,22 +18,11 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from batchboard.api import tokens
-from batchboard.vocabulary import AUTHORIZATION_CLASSES, READ
 
 
 class TokenAddForm(forms.ModelForm):  # type: ignore[type-arg]
-    scope = forms.MultipleChoiceField(
-        label=_("Authorization classes"),
-        choices=[(name, name) for name in AUTHORIZATION_CLASSES],
-        widget=forms.CheckboxSelectMultiple,
-        initial=[READ],
-    )
-    days = forms.IntegerField(
-        label=_("Expires after (days)"),
-        min_value=1,
-        max_value=tokens.MAX_DAYS,
-        initial=tokens.DEFAULT_DAYS,
-    )
+    scope = tokens.classes_field()
+    days = tokens.days_field()
 
     class Meta:
         model = tokens.ApiToken

@@ -20,23 +20,13 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_http_methods, require_POST
 
 from batchboard.api import tokens
-from batchboard.vocabulary import AUTHORIZATION_CLASSES, READ, parse_whole_number
+from batchboard.vocabulary import parse_whole_number
 
 
 class TokenForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=64)
-    classes = forms.MultipleChoiceField(
-        label=_("Authorization classes"),
-        choices=[(name, name) for name in AUTHORIZATION_CLASSES],
-        widget=forms.CheckboxSelectMultiple,
-        initial=[READ],
-    )
-    days = forms.IntegerField(
-        label=_("Expires after (days)"),
-        min_value=1,
-        max_value=tokens.MAX_DAYS,
-        initial=tokens.DEFAULT_DAYS,
-    )
+    classes = tokens.classes_field()
+    days = tokens.days_field()
 
 
 @cache_control(private=True, no_store=True)

@@ -189,12 +189,19 @@ def partition(row: Row) -> dict[str, Any]:
 def operator_record(row: Row) -> dict[str, Any]:
     """An operator request row (queries' OPERATOR_REQUESTS columns)."""
     return {
+        **audited_request(row),
+        "digest": _hex(row["request_digest"]),
+        "observed_version": row["observed_version"],
+    }
+
+
+def audited_request(row: Row) -> dict[str, Any]:
+    """An operator request as the audit list shows it: no digest or version."""
+    return {
         "action": row["action"],
         "actor": row["actor_ref"],
-        "digest": _hex(row["request_digest"]),
         "execution_id": row["job_execution_id"],
         "instance_id": row["job_instance_id"],
-        "observed_version": row["observed_version"],
         "operation_id": row["operation_id"],
         "outcome": row["outcome_class"],
         "prior_status": row["prior_status"],

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.db import models
 from django.db.models import F
@@ -42,6 +43,26 @@ LABEL_LENGTH = 12
 #: Whole days a new token lives unless its creator picks fewer.
 DEFAULT_DAYS = 30
 MAX_DAYS = 365
+
+
+def classes_field() -> forms.MultipleChoiceField:
+    """Return the form field choosing a new token's authorization classes."""
+    return forms.MultipleChoiceField(
+        label=_("Authorization classes"),
+        choices=[(name, name) for name in AUTHORIZATION_CLASSES],
+        widget=forms.CheckboxSelectMultiple,
+        initial=[READ],
+    )
+
+
+def days_field() -> forms.IntegerField:
+    """Return the form field choosing a new token's lifetime in days."""
+    return forms.IntegerField(
+        label=_("Expires after (days)"),
+        min_value=1,
+        max_value=MAX_DAYS,
+        initial=DEFAULT_DAYS,
+    )
 
 
 def _digest(secret: str) -> str:

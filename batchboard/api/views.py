@@ -53,6 +53,12 @@ CURSOR_DETAILS = {
 }
 
 
+def _not_found(command: str, what: str) -> Refused:
+    return refuse(
+        command, "TARGET_NOT_FOUND", "TARGET_NOT_FOUND", f"the {what} does not exist"
+    )
+
+
 def _action_error(command: str, error: results.ActionError) -> Envelope:
     if isinstance(error, results.TargetNotFound):
         what = "instance" if "nstance" in error.message else "execution"
@@ -276,12 +282,7 @@ def instance_show(request: HttpRequest, user: Any, instance_id: str) -> Envelope
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     found = queries.instance(inputs.identifier(instance_id, command, "instance"))
     if found is None:
-        raise refuse(
-            command,
-            "TARGET_NOT_FOUND",
-            "TARGET_NOT_FOUND",
-            "the instance does not exist",
-        )
+        raise _not_found(command, "instance")
     return Envelope(command, projections.instance(found, found["instance_key_hex"]))
 
 
@@ -359,12 +360,7 @@ def execution_show(request: HttpRequest, user: Any, execution_id: str) -> Envelo
     ident = inputs.identifier(execution_id, command, "execution")
     found = queries.execution(ident)
     if found is None:
-        raise refuse(
-            command,
-            "TARGET_NOT_FOUND",
-            "TARGET_NOT_FOUND",
-            "the execution does not exist",
-        )
+        raise _not_found(command, "execution")
     data = projections.execution(found)
     data["recovery_proposal"] = _proposal(ident)
     return Envelope(command, data)
@@ -418,12 +414,7 @@ def recovery_propose(request: HttpRequest, user: Any, execution_id: str) -> Enve
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     ident = inputs.identifier(execution_id, command, "execution")
     if queries.execution(ident) is None:
-        raise refuse(
-            command,
-            "TARGET_NOT_FOUND",
-            "TARGET_NOT_FOUND",
-            "the execution does not exist",
-        )
+        raise _not_found(command, "execution")
     return Envelope(command, _proposal(ident))
 
 
@@ -604,30 +595,16 @@ def recover(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
     )
     version = _version(document, command)
     directive_name = inputs.text_field(document, "directive", command)
-    if directive_name == "abandon":
-        if "failure_category" in document or "failure_id" in document:
-            raise refuse(
-                command,
-                "USAGE",
-                "CONTRADICTORY_OPTIONS",
-                "abandon takes no failure category or failure id",
-            )
-        directive = actions.Directive.abandon()
-    elif directive_name == "mark-failed":
-        category = inputs.text_field(document, "failure_category", command)
-        failure_id = document.get("failure_id")
-        if isinstance(failure_id, bool) or not isinstance(failure_id, int):
-            raise refuse(
-                command,
-                "USAGE",
-                "INVALID_FAILURE_ID",
-                "the failure id is a whole number",
-            )
-        directive = actions.Directive.mark_failed(category.upper(), failure_id)
-    else:
+    if directive_name == "abandon" and (
+        "failure_category" in document or "failure_id" in document
+    ):
         raise refuse(
-            command, "USAGE", "INVALID_VALUE", "the directive is mark-failed or abandon"
+            command,
+            "USAGE",
+            "CONTRADICTORY_OPTIONS",
+            "abandon takes no failure category or failure id",
         )
+    directive = _directive(directive_name, document, command)
     digest_text = inputs.text_field(document, "evidence_digest", command)
     if not EVIDENCE_RE.fullmatch(digest_text):
         raise refuse(
@@ -847,21 +824,7 @@ def unknown(request: HttpRequest, user: Any) -> Envelope:
 
 def _audit_row(row: dict[str, Any]) -> dict[str, Any]:
     if row["kind"] == audit_log.REQUESTS:
-        return {
-            "action": row["action"],
-            "actor": row["actor_ref"],
-            "execution_id": row["job_execution_id"],
-            "instance_id": row["job_instance_id"],
-            "operation_id": row["operation_id"],
-            "outcome": row["outcome_class"],
-            "prior_status": row["prior_status"],
-            "reason": row["reason_code"],
-            "record": "operator_request",
-            "rejection": row["rejection_code"],
-            "request_id": row["id"],
-            "requested_at": projections.seconds(row["requested_at"]),
-            "result_status": row["result_status"],
-        }
+        return projections.audited_request(row)
     return {
         "action": row["action"],
         "action_id": row["id"],
@@ -999,10 +962,10 @@ def _bulk_action(document: dict[str, Any], command: str) -> str:
     return str(action)
 
 
-def _directive(document: dict[str, Any], command: str) -> actions.Directive | None:
-    name = document.get("directive")
-    if name is None:
-        return None
+def _directive(
+    name: object, document: dict[str, Any], command: str
+) -> actions.Directive:
+    """Return the recovery directive ``name`` with its failure fields."""
     if name == "abandon":
         return actions.Directive.abandon()
     if name == "mark-failed":
@@ -1019,6 +982,11 @@ def _directive(document: dict[str, Any], command: str) -> actions.Directive | No
     raise refuse(
         command, "USAGE", "INVALID_VALUE", "the directive is mark-failed or abandon"
     )
+
+
+def _bulk_directive(document: dict[str, Any], command: str) -> actions.Directive | None:
+    name = document.get("directive")
+    return None if name is None else _directive(name, document, command)
 
 
 @endpoint("bulk plan", ("POST",))
@@ -1038,7 +1006,7 @@ def bulk_plan(request: HttpRequest, user: Any) -> Envelope:
         user=user,
         action=action,
         survey=survey,
-        directive=_directive(document, command),
+        directive=_bulk_directive(document, command),
         reason_code=reason if isinstance(reason, str) else None,
     )
     return Envelope(
@@ -1107,7 +1075,7 @@ def bulk_apply(request: HttpRequest, user: Any) -> Envelope:
         digest=str(document["digest"]),
         bulk_id=bulk_id if isinstance(bulk_id, str) else None,
         reason_code=reason if isinstance(reason, str) else None,
-        directive=_directive(document, command),
+        directive=_bulk_directive(document, command),
         seconds=2.0,
     )
     return Envelope(
