@@ -32,6 +32,12 @@ class TokenAddForm(forms.ModelForm):  # type: ignore[type-arg]
 @admin.register(tokens.ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("name", "label", "user", "classes", "expires_at", "revoked_at")
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Any:
+        """Return the token; an empty ``?_to_field=`` means its key, not a 500."""
+        return super().get_object(request, object_id, from_field or None)
     list_filter = ("revoked_at",)
     actions = ("revoke_tokens",)
     readonly_fields = (

@@ -29,6 +29,7 @@ from batchboard.alerts.models import (
 )
 from batchboard.explorer import queries
 from batchboard.explorer.access import VIEW_EXECUTIONS
+from batchboard.vocabulary import parse_whole_number
 from batchboard.web import Gate, NotFound, ReadGate, guarded, reader
 
 #: The rows the delivery log, the inbox and each overdue list show.
@@ -120,8 +121,8 @@ def rules(request: HttpRequest) -> HttpResponse:
 
 
 def _whole(value: str | None) -> int:
-    text = value or ""
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else 0
+    """Return a row id from a form value; 0 (no row) for anything else."""
+    return parse_whole_number(value or "") or 0
 
 
 @guarded(AlertsGate())
@@ -151,7 +152,7 @@ def channel_log(request: HttpRequest, channel_id: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def inbox(request: HttpRequest) -> HttpResponse:
     """Show the user's alerts, newest first; mark one or all read."""
-    mine = InboxItem.objects.using(_state()).filter(user_id=int(request.user.pk or 0))
+    mine = InboxItem.objects.using(_state()).filter(user_id=request.user.pk or 0)
     if request.method == "POST":
         unread = mine.filter(read_at__isnull=True)
         if request.POST.get("item") != "all":
@@ -168,7 +169,7 @@ def inbox_count(request: HttpRequest) -> HttpResponse:
     """The header's unread count: one statement, capped at :data:`COUNT_CAP`."""
     unread = (
         InboxItem.objects.using(_state())
-        .filter(user_id=int(request.user.pk or 0), read_at__isnull=True)
+        .filter(user_id=request.user.pk or 0, read_at__isnull=True)
         .values("id")[: COUNT_CAP + 1]
     )
     count = len(unread)

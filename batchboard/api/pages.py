@@ -47,9 +47,9 @@ def token_list(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "form": form,
         "secret": secret,
-        "tokens": tokens.ApiToken.objects.filter(
-            user_id=int(request.user.pk or 0)
-        ).order_by("-id"),
+        "tokens": tokens.ApiToken.objects.filter(user_id=request.user.pk or 0).order_by(
+            "-id"
+        ),
     }
     response = render(request, "batchboard/tokens.html", context)
     response["Cache-Control"] = "private, no-store"
@@ -64,7 +64,7 @@ def token_revoke(request: HttpRequest) -> HttpResponse:
     ident = parse_whole_number(str(request.POST.get("token", "")))
     if ident is not None:
         token = tokens.ApiToken.objects.filter(
-            pk=ident, user_id=int(request.user.pk or 0)
+            pk=ident, user_id=request.user.pk or 0
         ).first()
         if token is not None:
             tokens.revoke(token)

@@ -163,6 +163,8 @@ document.addEventListener("click", (event) => {
     return;
   }
   navigator.clipboard.writeText(source.textContent || "").then(() => done(button.dataset.bbCopied || label), select);
+});
+
 // The header's unread-alerts count is loaded after the page, so a page's own
 // statements stay its own. A data attribute, not hx-get: the page's first
 // hx-get stays the list's continuation.
