@@ -2,7 +2,8 @@
 #
 #   make demo   virtual environment, embedded SQLite database, demo history,
 #               demo logins, then serve on http://127.0.0.1:8000/ with the
-#               simulator writing live history beside the server.
+#               simulator writing live history and the alert detector
+#               (batchboard_watch, the inbox as its channel) beside the server.
 #   make test   virtual environment, then the test suite (SQLite unless
 #               DATABASE_URL names a PostgreSQL database).
 #   make check  ruff (lint and format) and mypy --strict over batchboard/.
@@ -61,6 +62,7 @@ demo: refuse-remote venv
 		$(DEMO_ENV) $(MANAGE) batchboard_seed --seed $(SEED) && touch "$(SEEDED)"; \
 	fi
 	$(DEMO_ENV) $(MANAGE) batchboard_demo_login --address http://$(HOST):$(PORT)/
+	$(DEMO_ENV) $(MANAGE) batchboard_demo_alerts
 	@$(MAKE) --no-print-directory serve
 
 refuse-remote:
@@ -75,20 +77,22 @@ refuse-remote:
 demo-reset:
 	rm -f "$(DEMO_DB)" "$(DEMO_DB)-wal" "$(DEMO_DB)-shm" "$(SEEDED)"
 
-# The simulator keeps writing history while the server runs and stops with
-# it, whether the server is interrupted (Ctrl-C) or exits on its own. Its
-# output goes to $(VENV)/simulate.log and the server logs no poll requests
+# The simulator keeps writing history and the detector (batchboard_watch)
+# keeps alerting while the server runs; both stop with it, whether the
+# server is interrupted (Ctrl-C) or exits on its own. Their output goes to
+# $(VENV)/simulate.log and watch.log and the server logs no poll requests
 # (batchboard.site.quiet), so the logins, printed last, stay on screen.
 serve: refuse-remote
-	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate > $(VENV)/simulate.log 2>&1 & simulator=$$!; \
+	@$(DEMO_ENV) sh -c '$(MANAGE) batchboard_simulate > $(VENV)/simulate.log 2>&1 & simulator=$$!; $(MANAGE) batchboard_watch --every 2 > $(VENV)/watch.log 2>&1 & watcher=$$!; \
 		$(MANAGE) runserver --noreload $(HOST):$(PORT) & server=$$!; \
-		trap "kill $$simulator $$server 2>/dev/null; wait $$simulator $$server 2>/dev/null" EXIT INT TERM; \
+		trap "kill $$simulator $$watcher $$server 2>/dev/null; wait $$simulator $$watcher $$server 2>/dev/null" EXIT INT TERM; \
 		sleep 3; \
 		echo ""; \
 		echo "batchboard demo: http://$(HOST):$(PORT)/  login: demo / demo (reads everything)"; \
 		echo "  also viewer / viewer (reads), operator / operator (stops executions),"; \
 		echo "  administrator / administrator (every action, parameter values, the admin)"; \
-		echo "  simulator output: $(VENV)/simulate.log. Ctrl-C stops the server and the simulator."; \
+		echo "  simulator output: $(VENV)/simulate.log; alerts reach demo'"'"'s inbox (detector: $(VENV)/watch.log)."; \
+		echo "  Ctrl-C stops the server, the simulator and the detector."; \
 		echo ""; \
 		wait $$server'
 

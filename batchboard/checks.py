@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ from django.db import DatabaseError, connections
 from django.db.migrations.recorder import MigrationRecorder
 
 from batchboard import conf, schema
+from batchboard.explorer import cause
+from batchboard.metrics.budget import MAX_NAME_ALLOWLIST
 from batchboard.vocabulary import (
     MAX_PAGE_SIZE,
     MAX_STATEMENT_TIMEOUT_MS,
@@ -77,10 +80,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 id="batchboard.E002",
             )
         )
-    elif alias != "default" and not any(
-        str(path).endswith("BatchboardRouter")
-        for path in getattr(settings, "DATABASE_ROUTERS", [])
-    ):
+    elif alias != "default" and not _router_installed():
         errors.append(
             Error(
                 f"The metadata database is {alias!r} but BatchboardRouter is not "
@@ -91,6 +91,11 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         )
     errors.extend(_action_database_errors())
     errors.extend(_read_database_errors())
+    errors.extend(_cause_link_errors())
+    errors.extend(_metrics_errors())
+    errors.extend(_state_errors())
+    errors.extend(_api_errors())
+    errors.extend(_alert_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -100,6 +105,118 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
                 f"BATCHBOARD['PAGE_SIZE'] is {page_size!r}.",
                 hint=f"Use a whole number from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}.",
                 id="batchboard.E004",
+            )
+        )
+    return errors
+
+
+def _router_installed() -> bool:
+    """Return whether DATABASE_ROUTERS holds batchboard's router."""
+    return any(
+        str(path).endswith("BatchboardRouter")
+        for path in getattr(settings, "DATABASE_ROUTERS", [])
+    )
+
+
+#: The largest BULK_MAX_ITEMS accepted: a plan's items travel in one form.
+MAX_BULK_ITEMS = 10_000
+
+
+def _state_errors() -> list[CheckMessage]:
+    """Validate ``STATE_DATABASE`` and ``BULK_MAX_ITEMS``."""
+    errors: list[CheckMessage] = []
+    state = conf.state_alias()
+    if state not in settings.DATABASES or state in conf.read_aliases():
+        errors.append(
+            Error(
+                f"BATCHBOARD['STATE_DATABASE'] names the alias {state!r}, which "
+                "is not a writable database of the site.",
+                hint="Name an alias of DATABASES that is not a replica "
+                "(READ_DATABASES); the default is 'default'.",
+                id="batchboard.E017",
+            )
+        )
+    elif state != "default" and not _router_installed():
+        errors.append(
+            Error(
+                f"batchboard's own state is on {state!r} but BatchboardRouter is "
+                "not installed.",
+                hint="Add 'batchboard.routers.BatchboardRouter' to DATABASE_ROUTERS.",
+                id="batchboard.E017",
+            )
+        )
+    if state == conf.database_alias() != "default" and conf.is_attached():
+        errors.append(
+            Error(
+                f"BATCHBOARD['STATE_DATABASE'] is the attached metadata database "
+                f"{state!r}, which batchboard never migrates.",
+                hint="Keep batchboard's own state in the site's database: leave "
+                "STATE_DATABASE at 'default' or name another writable alias.",
+                id="batchboard.E017",
+            )
+        )
+    bound = conf.get_config()["BULK_MAX_ITEMS"]
+    if (
+        isinstance(bound, bool)
+        or not isinstance(bound, int)
+        or not (1 <= bound <= MAX_BULK_ITEMS)
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['BULK_MAX_ITEMS'] is {bound!r}.",
+                hint=f"Use a whole number from 1 to {MAX_BULK_ITEMS}.",
+                id="batchboard.E018",
+            )
+        )
+    return errors
+
+
+def _api_errors() -> list[CheckMessage]:
+    """Validate ``API_TOKEN_RATE``: calls a token may make in one minute."""
+    rate = conf.get_config()["API_TOKEN_RATE"]
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= 100_000:
+        return [
+            Error(
+                f"BATCHBOARD['API_TOKEN_RATE'] is {rate!r}.",
+                hint="Use a whole number of calls a minute from 1 to 100000.",
+                id="batchboard.E020",
+            )
+        ]
+    return []
+
+
+#: Each alert setting and the least value it takes.
+_ALERT_MINIMA: dict[str, int] = {
+    "ALERTS_CYCLE_SECONDS": 1,
+    "ALERTS_MAX_ATTEMPTS": 1,
+    "ALERTS_RETRY_SECONDS": 0,
+}
+
+
+def _alert_errors() -> list[CheckMessage]:
+    """Validate the alert settings: whole numbers and a base URL."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    for key, least in _ALERT_MINIMA.items():
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            errors.append(
+                Error(
+                    f"BATCHBOARD[{key!r}] is {value!r}.",
+                    hint=f"Use a whole number of at least {least}.",
+                    id="batchboard.E019",
+                )
+            )
+    base = config["ALERTS_BASE_URL"]
+    if not isinstance(base, str) or (
+        base and not base.startswith(("http://", "https://"))
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['ALERTS_BASE_URL'] is {base!r}.",
+                hint="Use the site's address (https://batchboard.example.org), "
+                "or leave it empty for links that are paths.",
+                id="batchboard.E019",
             )
         )
     return errors
@@ -222,6 +339,151 @@ def _read_database_errors() -> list[CheckMessage]:
             )
         )
     return errors
+
+
+_CAUSE_HINT = (
+    "Write an http:// or https:// URL with its host written out and fields "
+    "among " + ", ".join(f"{{{name}}}" for name in cause.FIELDS) + " in single "
+    "braces, bare (literal braces doubled: {{ }})."
+)
+
+
+def _cause_link_errors() -> list[CheckMessage]:
+    """Validate the URL templates of ``FAILURE_LINK`` and ``EXECUTION_LINKS``."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    failure = config.get("FAILURE_LINK")
+    wrong = None if failure is None else cause.problem(failure)
+    if wrong:
+        errors.append(
+            Error(
+                f"BATCHBOARD['FAILURE_LINK']: {wrong}.",
+                hint=f"{_CAUSE_HINT} Or set it to None.",
+                id="batchboard.E030",
+            )
+        )
+    links = config.get("EXECUTION_LINKS") or []
+    pairs = isinstance(links, (list, tuple)) and all(
+        isinstance(pair, (list, tuple))
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and pair[0]
+        for pair in links
+    )
+    if not pairs:
+        errors.append(
+            Error(
+                "BATCHBOARD['EXECUTION_LINKS'] must be a list of "
+                "(label, URL template) pairs.",
+                hint='Use [("Logs", "https://logs.example.org/?q={execution_id}"), '
+                "...], or leave it out.",
+                id="batchboard.E031",
+            )
+        )
+        return errors
+    for label, template in links:
+        wrong = cause.problem(template)
+        if wrong:
+            errors.append(
+                Error(
+                    f"BATCHBOARD['EXECUTION_LINKS'] {label!r}: {wrong}.",
+                    hint=_CAUSE_HINT,
+                    id="batchboard.E031",
+                )
+            )
+    return errors
+
+
+def _metrics_errors() -> list[CheckMessage]:
+    """Validate the ``METRICS_*`` keys of ``/metrics`` (batchboard.metrics)."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    jobs = config.get("METRICS_JOBS")
+    if (
+        isinstance(jobs, str)
+        or not isinstance(jobs, (list, tuple))
+        or not all(isinstance(name, str) and name for name in jobs)
+    ):
+        errors.append(
+            Error(
+                "BATCHBOARD['METRICS_JOBS'] must be a list of job names.",
+                hint='Use ["nightly-import", ...], or [] to label every job __other__.',
+                id="batchboard.E040",
+            )
+        )
+    elif len(set(jobs)) > MAX_NAME_ALLOWLIST:
+        errors.append(
+            Error(
+                f"BATCHBOARD['METRICS_JOBS'] names {len(set(jobs))} jobs; "
+                f"oxide-batch's cardinality budget allows {MAX_NAME_ALLOWLIST}.",
+                hint=f"Keep the {MAX_NAME_ALLOWLIST} jobs worth a series of their "
+                "own; the others are counted under __other__.",
+                id="batchboard.E040",
+            )
+        )
+    token = config.get("METRICS_TOKEN")
+    if not isinstance(token, str):
+        errors.append(
+            Error(
+                "BATCHBOARD['METRICS_TOKEN'] must be a string.",
+                hint="Set a long random string (BATCHBOARD_METRICS_TOKEN in the "
+                'standalone site), or "" for no token.',
+                id="batchboard.E041",
+            )
+        )
+    networks = config.get("METRICS_ALLOWED_NETWORKS")
+    if isinstance(networks, str) or not isinstance(networks, (list, tuple)):
+        networks = [networks]
+    for network in networks:
+        try:
+            ipaddress.ip_network(str(network), strict=False)
+        except ValueError:
+            errors.append(
+                Error(
+                    "BATCHBOARD['METRICS_ALLOWED_NETWORKS'] holds "
+                    f"{network!r}, which is not a network.",
+                    hint='List networks as "10.0.0.0/8" or addresses as "192.0.2.7".',
+                    id="batchboard.E041",
+                )
+            )
+    seconds = config.get("METRICS_CACHE_SECONDS")
+    if (
+        not isinstance(seconds, (int, float))
+        or isinstance(seconds, bool)
+        or not 0 <= seconds <= 3600
+    ):
+        errors.append(
+            Error(
+                f"BATCHBOARD['METRICS_CACHE_SECONDS'] is {seconds!r}.",
+                hint="Use seconds from 0 to 3600, at most the scrape interval.",
+                id="batchboard.E042",
+            )
+        )
+    return errors
+
+
+@register(Tags.security, deploy=True)
+def check_metrics_protected(
+    app_configs: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """Warn a production site whose ``/metrics`` admits nobody (W040)."""
+    config = conf.get_config()
+    if (
+        settings.DEBUG
+        or config.get("METRICS_TOKEN")
+        or config.get("METRICS_ALLOWED_NETWORKS")
+    ):
+        return []
+    return [
+        Warning(
+            "/metrics has neither a bearer token nor a network allowlist, so it "
+            "refuses every scrape.",
+            hint="Set BATCHBOARD['METRICS_TOKEN'] or "
+            "BATCHBOARD['METRICS_ALLOWED_NETWORKS'] (BATCHBOARD_METRICS_TOKEN or "
+            "BATCHBOARD_METRICS_ALLOWED_NETWORKS in the standalone site).",
+            id="batchboard.W040",
+        )
+    ]
 
 
 def _schema_version(alias: str) -> tuple[str, int | None]:

@@ -1,9 +1,9 @@
 """
 batchboard's settings: one ``BATCHBOARD`` dict, read lazily and cached.
 
-Every key, its default and its meaning is listed in the README's
-configuration table. Reading happens on first use, never at import time, and
-the cache is dropped when a test overrides ``BATCHBOARD``.
+Every key, its default and its meaning is listed in docs/configuration.md.
+Reading happens on first use, never at import time, and the cache is
+dropped when a test overrides ``BATCHBOARD``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,14 @@ ACTION_ROLES = (OPERATOR, RETENTION)
 DEFAULTS: dict[str, Any] = {
     # Database alias that holds the oxide-batch metadata tables.
     "DATABASE": "default",
+    # Database alias that holds batchboard's own state (bulk operations and
+    # their items; batchboard.state): the site's database, with ordinary
+    # migrations. Never the oxide_batch schema; when it differs from
+    # DATABASE, nothing of batchboard's own is created on DATABASE.
+    "STATE_DATABASE": "default",
+    # The most records a bulk action's plan may hold (1..10000); a filter
+    # matching more is refused and asked to be narrowed.
+    "BULK_MAX_ITEMS": 1000,
     # "managed": batchboard's migration creates the schema.
     # "attached": an existing oxide-batch database; no DDL, ever.
     "SCHEMA": MANAGED,
@@ -57,6 +65,41 @@ DEFAULTS: dict[str, Any] = {
     # PostgreSQL: statement timeout (milliseconds, 1 ms..24 h, spec 9.3) of
     # the transaction a page's reads run in (SET LOCAL, PgBouncer-safe).
     "STATEMENT_TIMEOUT_MS": 30_000,
+    # URL template of where a failure's cause is looked up (a log search),
+    # shown beside every failure, e.g. "https://logs.example.org/search?
+    # q=execution:{execution_id}". Named fields only, each percent-encoded:
+    # execution_id, instance_id, job, failure_category, failure_id,
+    # started_at, ended_at, step (explorer/cause.py; check E030). None: no
+    # link.
+    "FAILURE_LINK": None,
+    # (label, URL template) pairs shown on execution and step pages, e.g.
+    # [("Traces", "https://traces.example.org/?job={job}&from={started_at}")],
+    # with the fields of FAILURE_LINK (check E031).
+    "EXECUTION_LINKS": [],
+    # /metrics (batchboard.metrics): the job names that may appear as a
+    # ``job`` label, at most 50 (check E040); every other name is counted
+    # under "__other__". Empty: every job is "__other__".
+    "METRICS_JOBS": [],
+    # /metrics answers a request carrying "Authorization: Bearer <token>"
+    # when a token is set, and a client whose address lies in one of these
+    # networks ("10.0.0.0/8", "::1/128") when networks are set; both when
+    # both are. With neither, it answers only a DEBUG site (check W040).
+    "METRICS_TOKEN": "",
+    "METRICS_ALLOWED_NETWORKS": [],
+    # Seconds a scrape's database values are reused by the next scrapes of
+    # the same process (one scrape interval); 0 reads on every scrape.
+    "METRICS_CACHE_SECONDS": 10,
+    # Calls one API token may make in one minute (a 429 envelope past it).
+    "API_TOKEN_RATE": 600,
+    # Alerts (batchboard.alerts): the site's address that alert links start
+    # with ("https://batchboard.example.org"; empty: links are paths).
+    "ALERTS_BASE_URL": "",
+    # Seconds between the watch process's detector cycles.
+    "ALERTS_CYCLE_SECONDS": 10,
+    # Attempts of one delivery before it is marked failed, and the first
+    # retry's delay in seconds (doubled after each failure).
+    "ALERTS_MAX_ATTEMPTS": 5,
+    "ALERTS_RETRY_SECONDS": 30,
 }
 
 
@@ -75,6 +118,16 @@ def _reset_config(*, setting: str, **kwargs: Any) -> None:
 def database_alias() -> str:
     """Return the alias of the database that holds the metadata tables."""
     return str(get_config()["DATABASE"])
+
+
+def state_alias() -> str:
+    """Return the alias of the database that holds batchboard's own state."""
+    return str(get_config()["STATE_DATABASE"])
+
+
+def bulk_max_items() -> int:
+    """Return ``BULK_MAX_ITEMS`` (validated by check E018)."""
+    return int(get_config()["BULK_MAX_ITEMS"])
 
 
 def schema_mode() -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from batchboard.digests import CanonicalWriter
@@ -147,15 +148,23 @@ def operator_requests(job_execution_id: int) -> QuerySpec:
     return QuerySpec("list_operator_requests", 9, (job_execution_id,))
 
 
-def recent_executions(status: str, job_name: str) -> QuerySpec:
+def recent_executions(status: str | Sequence[str], job_name: str) -> QuerySpec:
     """
     Return batchboard's own query: executions across all jobs, newest first.
 
     oxide-batch has no such query; its discriminant (129) lies outside the
     range oxide-batch uses, so oxide-batch reports such a token as belonging
-    to another query instead of misreading it.
+    to another query instead of misreading it. Several statuses are bound
+    as one string, comma-separated in the order given (the explorer gives
+    the schema's order), so one status binds as it always has.
     """
-    return QuerySpec("batchboard_recent_executions", 129, (status, job_name))
+    statuses = status if isinstance(status, str) else ",".join(status)
+    return QuerySpec("batchboard_recent_executions", 129, (statuses, job_name))
+
+
+def bulk_operations() -> QuerySpec:
+    """Return batchboard's own query: bulk operations, newest first (131)."""
+    return QuerySpec("batchboard_bulk_operations", 131, ())
 
 
 # -- encoding ------------------------------------------------------------------

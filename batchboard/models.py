@@ -34,16 +34,9 @@ if TYPE_CHECKING:
     from django.utils.functional import _StrPromise
 
 #: The label of each word of the schema's closed sets that batchboard shows
-#: in words (admin filters and pages); the sets come from the schema.
+#: in words (flow and payload kinds in the admin); the sets come from the
+#: schema. Statuses, actions, outcomes and codes are shown as printed.
 LABELS: Final[dict[str, _StrPromise]] = {
-    "STARTING": _("Starting"),
-    "STARTED": _("Started"),
-    "STOPPING": _("Stopping"),
-    "STOPPED": _("Stopped"),
-    "FAILED": _("Failed"),
-    "COMPLETED": _("Completed"),
-    "ABANDONED": _("Abandoned"),
-    "UNKNOWN": _("Unknown"),
     "STEP_EXIT": _("Step exit"),
     "DECIDER": _("Decider"),
     "COMPLETED_STEP_REUSE": _("Completed step reuse"),
@@ -51,18 +44,6 @@ LABELS: Final[dict[str, _StrPromise]] = {
     "COMPLETE": _("Complete"),
     "FAIL": _("Fail"),
     "STOP": _("Stop"),
-    "LAUNCH": _("Launch"),
-    "RESTART": _("Restart"),
-    "ABANDON": _("Abandon"),
-    "RECOVER": _("Recover"),
-    "READ": _("Read"),
-    "LIFECYCLE": _("Lifecycle"),
-    "DESTRUCTIVE": _("Destructive"),
-    "APPLIED": _("Applied"),
-    "REJECTED": _("Rejected"),
-    "HOLD": _("Hold"),
-    "RELEASE_HOLD": _("Release hold"),
-    "APPLY_PURGE": _("Apply purge"),
     "INLINE": _("Inline"),
     "EXTERNAL": _("External"),
 }
@@ -73,19 +54,20 @@ def labelled(values: tuple[str, ...]) -> list[tuple[str, _StrPromise]]:
     return [(value, LABELS[value]) for value in values]
 
 
-def coded(values: tuple[str, ...]) -> list[tuple[str, str]]:
+def as_printed(values: tuple[str, ...]) -> list[tuple[str, str]]:
     """
-    Return the choices for a set of oxide-batch codes.
+    Return the choices for a set of values shown as oxide-batch prints them.
 
-    Failure categories and rejection codes are codes, not words: each is
-    shown as the words it spells.
+    Statuses, failure categories, outcomes, actions, authorization classes
+    and rejection codes read the same in the admin as on the dashboard and
+    in the CLI: ``STARTED``, not "Started".
     """
-    return [(value, value.replace("_", " ").title()) for value in values]
+    return [(value, value) for value in values]
 
 
-STATUS_CHOICES: Final = labelled(STATUSES)
-FAILURE_CATEGORY_CHOICES: Final = coded(FAILURE_CATEGORIES)
-OUTCOME_CHOICES: Final = labelled(OUTCOME_CLASSES)
+STATUS_CHOICES: Final = as_printed(STATUSES)
+FAILURE_CATEGORY_CHOICES: Final = as_printed(FAILURE_CATEGORIES)
+OUTCOME_CHOICES: Final = as_printed(OUTCOME_CLASSES)
 
 UNRESOLVED_Q = Q(status__in=UNRESOLVED)
 
@@ -355,9 +337,9 @@ class RecoveryDecision(Identified):
         JobExecution, models.PROTECT, related_name="recovery_decisions"
     )
     execution_version = models.BigIntegerField()
-    prior_status = models.CharField(max_length=16, choices=labelled(UNRESOLVED))
+    prior_status = models.CharField(max_length=16, choices=as_printed(UNRESOLVED))
     resulting_status = models.CharField(
-        max_length=16, choices=labelled(schema.RECOVERY_RESULTS)
+        max_length=16, choices=as_printed(schema.RECOVERY_RESULTS)
     )
     reason_code = models.CharField(max_length=64)
     operator_reference = models.CharField(max_length=128)
@@ -424,9 +406,11 @@ class OperatorRequest(Identified):
         blank=True,
         related_name="operator_requests",
     )
-    action = models.CharField(max_length=16, choices=labelled(schema.OPERATOR_ACTIONS))
+    action = models.CharField(
+        max_length=16, choices=as_printed(schema.OPERATOR_ACTIONS)
+    )
     authorization_class = models.CharField(
-        max_length=16, choices=labelled(AUTHORIZATION_CLASSES)
+        max_length=16, choices=as_printed(AUTHORIZATION_CLASSES)
     )
     operation_id = models.CharField(max_length=64)
     actor_ref = models.CharField(max_length=128)
@@ -441,7 +425,7 @@ class OperatorRequest(Identified):
     )
     outcome_class = models.CharField(max_length=16, choices=OUTCOME_CHOICES)
     rejection_code = models.CharField(
-        max_length=32, choices=coded(REJECTION_CODES), null=True, blank=True
+        max_length=32, choices=as_printed(REJECTION_CODES), null=True, blank=True
     )
     requested_at = models.DateTimeField()
 
@@ -462,7 +446,9 @@ class RetentionAction(Identified):
         blank=True,
         related_name="retention_actions",
     )
-    action = models.CharField(max_length=16, choices=labelled(schema.RETENTION_ACTIONS))
+    action = models.CharField(
+        max_length=16, choices=as_printed(schema.RETENTION_ACTIONS)
+    )
     operation_id = models.CharField(max_length=64)
     actor_ref = models.CharField(max_length=128)
     reason_code = models.CharField(max_length=64)
@@ -538,3 +524,21 @@ class ComponentState(Identified):
 
     def __str__(self) -> str:
         return f"component state #{self.pk} {self.namespace}"
+
+
+# batchboard's own state, routed to the site's database (batchboard.state).
+# API tokens, also batchboard's own state (batchboard.api.tokens).
+# batchboard's own state, routed to the site's database (batchboard.state,
+# batchboard.alerts.models).
+from batchboard.alerts.models import Alert as Alert  # noqa: E402
+from batchboard.alerts.models import Channel as Channel  # noqa: E402
+from batchboard.alerts.models import Delivery as Delivery  # noqa: E402
+from batchboard.alerts.models import DeliveryAttempt as DeliveryAttempt  # noqa: E402
+from batchboard.alerts.models import InboxItem as InboxItem  # noqa: E402
+from batchboard.alerts.models import Rule as Rule  # noqa: E402
+from batchboard.alerts.models import RuleChannel as RuleChannel  # noqa: E402
+from batchboard.alerts.models import Watermark as Watermark  # noqa: E402
+from batchboard.api.tokens import ApiToken as ApiToken  # noqa: E402
+from batchboard.state import BulkItem as BulkItem  # noqa: E402
+from batchboard.state import BulkOperation as BulkOperation  # noqa: E402
+from batchboard.state import OwnState as OwnState  # noqa: E402

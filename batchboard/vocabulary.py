@@ -36,6 +36,7 @@ __all__ = [
     "APPLIED",
     "APPLY_PURGE",
     "ATTENTION_LIMIT",
+    "ATTENTION_FAILURES",
     "AUTHORIZATION_CLASSES",
     "DESTRUCTIVE",
     "FAILURE_CATEGORIES",
@@ -63,12 +64,15 @@ __all__ = [
     "REJECTION_CODES",
     "RejectionCode",
     "RELEASE_HOLD",
+    "RESTART",
     "REPLAYED",
     "RUNNING_LIMIT",
     "STATUSES",
+    "STATUS_SETS",
     "STOP",
     "OVERVIEW_PAGE_SIZE",
     "STRIP_LENGTH",
+    "SUGGESTED_NAMES",
     "UNRESOLVED",
     "CONTROL_CHARACTERS",
     "WHOLE_NUMBER",
@@ -139,8 +143,13 @@ STRIP_LENGTH: Final = 12
 OVERVIEW_PAGE_SIZE: Final = 20
 #: Recent failures listed on the overview's attention panel.
 ATTENTION_LIMIT: Final = 10
+#: Recent failures the attention panel reads (status index, newest first)
+#: to find the ones a restart has not resolved yet.
+ATTENTION_FAILURES: Final = 50
 #: Running executions counted per job on the overview before "1000+".
 RUNNING_LIMIT: Final = 1000
+#: Job names suggested as a job filter is typed (names starting with it).
+SUGGESTED_NAMES: Final = 20
 #: Partitions listed under their parent step on the execution page; the
 #: step's own page lists them all, keyset-paged.
 PARTITION_PREVIEW: Final = 50
@@ -157,6 +166,15 @@ GRID_STEP_ROWS: Final = 1000
 
 #: Unresolved statuses an owner may still be moving (UNKNOWN is not one).
 ACTIVE: Final = ("STARTING", "STARTED", "STOPPING")
+#: The executions list's status shortcuts, by the word a link or a form
+#: gives: every status not yet final (UNKNOWN included, as the overview's
+#: running counts count it) and every final one. Together they cover every
+#: status once.
+STATUS_SETS: Final[dict[str, tuple[str, ...]]] = {
+    "active": UNRESOLVED,
+    "finished": FINISHED,
+}
+assert sorted(STATUS_SETS["active"] + STATUS_SETS["finished"]) == sorted(STATUSES)
 #: Statuses a STOP acts on by recording a stop request (spec 4.6): the owner
 #: moves the execution to STOPPING at its next boundary, not the request.
 #: Read it through :mod:`batchboard.actions.eligibility`, which decides.
@@ -166,13 +184,16 @@ STOPPABLE: Final = ("STARTING", "STARTED")
 
 #: The operator actions one record offers or refuses (the purge acts on a
 #: plan, not on one record); spec 4.1 and 6.1.
-ActionName = Literal["STOP", "ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD"]
+ActionName = Literal["STOP", "ABANDON", "RECOVER", "HOLD", "RELEASE_HOLD", "RESTART"]
 
 STOP: Final = "STOP"
 ABANDON: Final = "ABANDON"
 RECOVER: Final = "RECOVER"
 HOLD: Final = "HOLD"
 RELEASE_HOLD: Final = "RELEASE_HOLD"
+#: Runs in the job's own runtime (spec A.1), never in batchboard: pages show
+#: the oxide-batch command for it.
+RESTART: Final = "RESTART"
 APPLY_PURGE: Final = "APPLY_PURGE"
 #: Reads that belong to an action's workflow but change nothing.
 PLAN_PURGE: Final = "PLAN_PURGE"
@@ -189,6 +210,7 @@ ACTION_CLASSES: Final[dict[str, str]] = {
     RECOVER: DESTRUCTIVE,
     HOLD: DESTRUCTIVE,
     RELEASE_HOLD: DESTRUCTIVE,
+    RESTART: LIFECYCLE,
     APPLY_PURGE: DESTRUCTIVE,
     PLAN_PURGE: READ,
     PROPOSE_RECOVERY: READ,

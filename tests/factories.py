@@ -539,3 +539,19 @@ class actions:
             rejection="EXECUTION_ALREADY_ACTIVE",
             requested_at=ago(days=300),
         )
+
+
+def alert_channel(owner: User, url: str = "https://hooks.example.org/batch") -> Any:
+    """Create a webhook alert channel of ``owner`` (batchboard's own state)."""
+    from batchboard.alerts import channels
+    from batchboard.alerts.models import Channel
+
+    return Channel.objects.create(
+        name="hook",
+        kind="WEBHOOK",
+        target=url,
+        secret="webhook-secret",
+        shown_target=channels.shown("WEBHOOK", url),
+        owner=owner,
+        created_at=timezone.now(),
+    )

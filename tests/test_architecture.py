@@ -39,10 +39,28 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "batchboard.explorer.views",
         "batchboard.console.views",
     ),
+    "batchboard.api": (
+        "batchboard.console",
+        "batchboard.admin",
+        "batchboard.demo",
+        "batchboard.site",
+        "batchboard.explorer.views",
+        "batchboard.explorer.urls",
+    ),
     "batchboard.actions": (
         "batchboard.explorer",
         "batchboard.console",
         "batchboard.admin",
+        "batchboard.demo",
+        "batchboard.site",
+        "batchboard.web",
+    ),
+    # /metrics reads the schema itself; it serves no page and takes none.
+    "batchboard.metrics": (
+        "batchboard.explorer",
+        "batchboard.console",
+        "batchboard.admin",
+        "batchboard.actions",
         "batchboard.demo",
         "batchboard.site",
         "batchboard.web",

@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils.cache import get_max_age
 
+from batchboard import actions
+from batchboard.actions.bulk.plan import bulk_digest
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -52,7 +54,27 @@ def records() -> dict[str, Any]:
         "execution_id": execution.pk,
         "step_id": step.pk,
         "partition_id": partition.pk,
+        "bulk_id": _bulk_operation(execution),
+        "source": "executions",
+        "action": "ABANDON",
+        "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
     }
+
+
+def _bulk_operation(execution: Any) -> str:
+    """Abandon ``execution`` in a bulk operation and return its bulk id."""
+    items = [(execution.pk, execution.version)]
+    filters = {"list": "executions", "status": "FAILED"}
+    actions.apply_bulk(
+        user=User.objects.create_superuser("bulk-operator"),
+        action="ABANDON",
+        filters=filters,
+        items=items,
+        digest=bulk_digest("ABANDON", filters, items),
+        bulk_id="nightly-bulk",
+        reason_code="OPERATOR_DECISION",
+    )
+    return "nightly-bulk"
 
 
 def _url(pattern: URLPattern, records: dict[str, Any]) -> str:
@@ -80,10 +102,19 @@ def test_the_resolver_lists_the_pages_and_the_actions() -> None:
 
 
 #: Query parameters a page needs to show its record rather than a 400.
-QUERIES = {"jump": {"kind": "execution", "id": "execution_id"}}
+QUERIES = {
+    "jump": {"kind": "execution", "id": "execution_id"},
+    # The API's unresolved list takes its age bound as the CLI does.
+    "api-unresolved": {"unresolved_age": "15m"},
+}
+
+
+#: Headers a page needs to answer rather than refuse: /metrics a scraper's token.
+HEADERS = {"metrics": {"Authorization": "Bearer scrape"}}
 
 
 @pytest.mark.parametrize("pattern", PATTERNS, ids=lambda pattern: str(pattern.name))
+@override_settings(BATCHBOARD={"METRICS_TOKEN": "scrape"})
 def test_every_page_and_fragment_is_private_and_not_stored(
     pattern: URLPattern, records: dict[str, Any]
 ) -> None:
@@ -92,7 +123,7 @@ def test_every_page_and_fragment_is_private_and_not_stored(
         key: records.get(value, value)
         for key, value in QUERIES.get(str(pattern.name), {}).items()
     }
-    client = Client()
+    client = Client(headers=HEADERS.get(str(pattern.name), {}))
     checked = []
     anonymous = client.get(url, query)
     client.force_login(User.objects.create_superuser("root", password="pw"))

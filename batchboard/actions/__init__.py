@@ -2,7 +2,9 @@
 batchboard's operator actions: one service for the dashboard and the admin.
 
 STOP (Lifecycle), ABANDON, RECOVER, HOLD, RELEASE_HOLD and APPLY_PURGE
-(Destructive), the purge plan and the recovery proposal (Read). Each action
+(Destructive), the purge plan and the recovery proposal (Read), and bulk
+actions by filter (:mod:`batchboard.actions.bulk`: a reviewed plan applied
+item by item through those single actions). Each action
 checks its authorization class, builds the envelope of spec 4.1, replays a
 known operation id, runs its effect and its audit row in one transaction and
 reports an :class:`ActionResult`, or raises an :class:`ActionError` whose
@@ -16,6 +18,16 @@ recording history on its own clock runs the actions inside
 
 from __future__ import annotations
 
+from batchboard.actions import bulk
+from batchboard.actions.bulk import (
+    BulkPlan,
+    BulkResult,
+    BulkTooLarge,
+    apply_bulk,
+    bulk_digest,
+    plan_bulk,
+    resume_bulk,
+)
 from batchboard.actions.envelope import (
     ServiceActor,
     actor_ref_for,
@@ -31,6 +43,7 @@ from batchboard.actions.holds import place_hold, release_hold
 from batchboard.actions.permissions import action_permissions, may, require
 from batchboard.actions.purge import (
     PurgeCriteria,
+    PurgeFacts,
     PurgePlan,
     apply_purge,
     parse_candidates,
@@ -72,6 +85,9 @@ __all__ = [
     "REPLAYED",
     "ActionError",
     "ActionResult",
+    "BulkPlan",
+    "BulkResult",
+    "BulkTooLarge",
     "ConcurrentModification",
     "ConstraintViolation",
     "Directive",
@@ -82,6 +98,7 @@ __all__ = [
     "OperationOutcomeUnknown",
     "PlanStale",
     "PurgeCriteria",
+    "PurgeFacts",
     "PurgePlan",
     "Reason",
     "RecoveryProposal",
@@ -91,12 +108,16 @@ __all__ = [
     "abandon_execution",
     "action_permissions",
     "actor_ref_for",
+    "apply_bulk",
     "apply_purge",
+    "bulk",
+    "bulk_digest",
     "back_dated",
     "may",
     "new_operation_id",
     "parse_candidates",
     "place_hold",
+    "plan_bulk",
     "plan_purge",
     "propose",
     "stale_threshold_seconds",
@@ -104,5 +125,6 @@ __all__ = [
     "recover_execution",
     "release_hold",
     "require",
+    "resume_bulk",
     "stop_execution",
 ]

@@ -39,6 +39,7 @@ from batchboard.vocabulary import (
     HOLD,
     RECOVER,
     RELEASE_HOLD,
+    RESTART,
     STOP,
     STOPPABLE,
     UNRESOLVED,
@@ -63,6 +64,7 @@ __all__ = [
     "records_stop_request",
     "recover",
     "release",
+    "restart",
     "stop",
 ]
 
@@ -288,6 +290,50 @@ def release(*, held: bool) -> Eligibility:
         return Eligibility.offer(RELEASE_HOLD)
     why = _("The instance is not held: there is no hold to release.")
     return Eligibility.refuse(RELEASE_HOLD, UNCHANGED, "INVALID_STATE", why)
+
+
+# -- restarts ---------------------------------------------------------------------
+
+
+def restart(latest_status: str | None) -> Eligibility:
+    """
+    RESTART (spec 2.2, 4.5): offered to an instance whose latest attempt is
+    STOPPED or FAILED; ``latest_status`` is that attempt's status (None when
+    the instance has none).
+
+    A restart runs in the job's own runtime (the CLI's ``execution
+    restart`` is runtime-level, spec A.1), never in batchboard's service:
+    offered says that runtime would create the next attempt; refused, the
+    code it would record.
+    """
+    if latest_status in ("STOPPED", "FAILED"):
+        return Eligibility.offer(RESTART)
+    code: Code
+    why: Any
+    if latest_status is None:
+        code, why = (
+            "RESTART_WITHOUT_PRIOR_ATTEMPT",
+            _("The instance has no attempt to restart: launch it instead."),
+        )
+    elif latest_status == "COMPLETED":
+        code, why = "INSTANCE_COMPLETED", _("The instance COMPLETED: nothing to rerun.")
+    elif latest_status == "ABANDONED":
+        code, why = (
+            "INSTANCE_ABANDONED",
+            _("The instance was ABANDONED: it is never restarted."),
+        )
+    elif latest_status == "UNKNOWN":
+        code, why = (
+            "INVALID_STATE",
+            _("The latest attempt is UNKNOWN: record a recovery decision first."),
+        )
+    else:
+        code, why = (
+            "EXECUTION_ALREADY_ACTIVE",
+            _("The latest attempt is %(status)s: it may still be running.")
+            % {"status": latest_status},
+        )
+    return Eligibility.refuse(RESTART, REJECTS, code, why)
 
 
 # -- a record's answers, for a page ----------------------------------------------

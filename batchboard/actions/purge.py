@@ -37,7 +37,7 @@ purge anything the plan's inputs would not select.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -124,6 +124,15 @@ class PurgeCriteria:
 
 
 @dataclass(frozen=True)
+class PurgeFacts:
+    """A candidate as the review shows it (not part of the plan's digest)."""
+
+    status: str
+    ended_at: datetime | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
 class PurgePlan:
     """
     A reviewed purge: its criteria, candidates, counts and digest.
@@ -139,6 +148,11 @@ class PurgePlan:
     left_out: tuple[int, ...]
     counts: dict[str, int]
     digest: bytes
+    #: What the review shows of each candidate, by execution id, read by
+    #: the survey's own statement: its status, end and last update.
+    facts: dict[int, PurgeFacts] = field(default_factory=dict)
+    #: The clock the survey measured ages against.
+    at: datetime | None = None
 
     @property
     def digest_hex(self) -> str:
@@ -167,9 +181,12 @@ def _threshold(criteria: PurgeCriteria, at: datetime) -> datetime:
     return at - timedelta(seconds=criteria.min_age_seconds)
 
 
-def _survey(criteria: PurgeCriteria, at: datetime) -> list[tuple[int, int, int]]:
+def _survey(
+    criteria: PurgeCriteria, at: datetime
+) -> list[tuple[int, int, int, str, datetime | None, datetime]]:
     """
-    Return ``(instance, execution, version)`` the survey selects, by batch.
+    Return ``(instance, execution, version)`` the survey selects, by batch,
+    each followed by the status, end and last update the review shows.
 
     The statement walks the job's instances oldest first off the
     ``(job_name, id DESC)`` index and each instance's executions off
@@ -198,7 +215,9 @@ def _survey(criteria: PurgeCriteria, at: datetime) -> list[tuple[int, int, int]]
         )
         .exclude(Exists(unresolved_siblings))
         .order_by("bb_instance", "id")
-        .values_list("job_instance_id", "id", "version")[: criteria.batch]
+        .values_list(
+            "job_instance_id", "id", "version", "status", "ended_at", "updated_at"
+        )[: criteria.batch]
     )
 
 
@@ -357,7 +376,8 @@ def plan_purge(
     )
     at = db.now()
     with transaction.atomic(using=db.alias()):
-        surveyed = _survey(criteria, at)
+        read = _survey(criteria, at)
+        surveyed = [(i, e, v) for i, e, v, *_shown in read]
         kept, left_out = _apply_chain_rule(
             {e for _i, e, _v in surveyed}, (i for i, _e, _v in surveyed)
         )
@@ -371,6 +391,12 @@ def plan_purge(
         left_out=tuple(sorted(left_out)),
         counts=counts,
         digest=_digest(criteria, candidates),
+        facts={
+            e: PurgeFacts(status, ended_at, updated_at)
+            for _i, e, _v, status, ended_at, updated_at in read
+            if e in kept
+        },
+        at=at,
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 from django.utils.translation import gettext_lazy as _
 
-from batchboard import conf, db, vocabulary
+from batchboard import conf, db, spans, vocabulary
 from batchboard.actions.results import InvalidRequest, TargetNotFound
 from batchboard.digests import (
     CheckpointDescriptor,
@@ -161,6 +161,13 @@ class RecoveryProposal:
             (str(_("ambiguous external effect")), e.ambiguous_external_effect),
         ]
 
+    def _spans(self) -> dict[str, str]:
+        """Return the inactivity and the threshold in the pages' human units."""
+        return {
+            "age": spans.span(self.inactivity_seconds),
+            "limit": spans.span(self.threshold_seconds, whole=True),
+        }
+
     def verdict_text(self) -> str:
         """Return why the execution is or is not a recovery candidate."""
         status = self.evidence.status
@@ -168,16 +175,16 @@ class RecoveryProposal:
             if status == UNKNOWN:
                 return str(_("UNKNOWN executions are always recovery candidates."))
             return str(
-                _("No update for %(age)s s, more than the %(limit)s s threshold.")
-                % {"age": self.inactivity_seconds, "limit": self.threshold_seconds}
+                _("No update for %(age)s, more than the %(limit)s threshold.")
+                % self._spans()
             )
         if self.verdict == NOT_STALE:
             return str(
                 _(
-                    "Updated %(age)s s ago, within the %(limit)s s threshold: the "
+                    "Updated %(age)s ago, within the %(limit)s threshold: the "
                     "owner may still be working. Wait, or stop it instead."
                 )
-                % {"age": self.inactivity_seconds, "limit": self.threshold_seconds}
+                % self._spans()
             )
         if self.verdict == CLOCK_EVIDENCE_UNUSABLE:
             return str(

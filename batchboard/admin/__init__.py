@@ -8,4 +8,4 @@ on import.
 
 from __future__ import annotations
 
-from batchboard.admin import registrations  # noqa: F401
+from batchboard.admin import registrations, tokens  # noqa: F401

@@ -5,10 +5,11 @@ release holds on instances.
 Each action follows ``delete_selected``: the first POST renders a
 confirmation page that names every object, the authorization class and what
 will happen, asks for the reason (picked from the documented list) and fixes
-one operation id per object; the second POST calls the same service as the
-dashboard, object by object, through the dashboard's form of the action
-(:mod:`batchboard.console.forms`), and renders what happened to each:
-applied, replayed or rejected, and why, with a link to its audit row.
+one operation id per object; the second POST applies the confirmed objects
+as a bulk operation, through the same service as the dashboard's bulk
+actions (:func:`batchboard.actions.apply_bulk`, each object through its
+single action), and shows the dashboard's bulk result page: what happened
+to each, applied, rejected or stale, and why, with a link to its audit row.
 An object that does not offer the action (:mod:`batchboard.actions.eligibility`)
 is listed with the reason and left out of the confirmed form; the service
 decides on the others as they are when it runs. Re-posting the confirmation
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
@@ -38,10 +39,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from batchboard import actions, vocabulary
-from batchboard.actions import eligibility, envelope, permissions
+from batchboard.actions import eligibility, permissions
 from batchboard.admin.readonly import EMPTY, changelist_url
 from batchboard.console import forms
-from batchboard.console.consequences import audit_url, consequence
+from batchboard.console.consequences import consequence
+from batchboard.explorer import surveys
 from batchboard.models import JobExecution, JobInstance
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
     #: An admin action: called with the model admin, the request and the rows.
     AdminAction = Callable[
-        [admin.ModelAdmin[Any], HttpRequest, QuerySet[Any]], TemplateResponse | None
+        [admin.ModelAdmin[Any], HttpRequest, QuerySet[Any]], HttpResponse | None
     ]
 
 #: More objects than this in one admin action are refused: each is its own
@@ -105,7 +107,7 @@ def _run_action(
     queryset: QuerySet[Any],
     action: str,
     function_name: str,
-) -> TemplateResponse | None:
+) -> HttpResponse | None:
     opts = modeladmin.model._meta
     objects = list(queryset.order_by("pk")[: MAX_OBJECTS + 1])
     if len(objects) > MAX_OBJECTS:
@@ -136,70 +138,75 @@ def _run_action(
             }
             for obj in objects
         ]
+        offered = [item for item in listed if item["eligibility"].offered]
+        picked = [item["obj"].pk for item in offered]
+        plan = actions.plan_bulk(
+            user=request.user,
+            action=action,
+            survey=surveys.selection("execution", picked)
+            if modeladmin.model is JobExecution
+            else surveys.selection("instance", picked),
+        )
         context = {
             **base_context,
             "title": _("Confirm %(action)s") % {"action": action.lower()},
             "objects": listed,
-            "offered": [item for item in listed if item["eligibility"].offered],
-            "operation_id": envelope.new_operation_id(),
+            "offered": offered,
+            "plan": plan,
+            "operation_id": actions.bulk.new_bulk_id(),
             "reasons": form_class.reasons(),
         }
         return TemplateResponse(
             request, _templates(opts, "action_confirmation.html"), context
         )
-    base = request.POST.get("operation_id", "")
-    rows = [_apply_one(request, form_class, obj, base) for obj in objects]
-    applied = sum(1 for row in rows if row["outcome"] == actions.APPLIED)
-    modeladmin.message_user(
-        request,
-        _("%(action)s: %(applied)s of %(total)s applied; see each result below.")
-        % {"action": action, "applied": applied, "total": len(rows)},
-        messages.INFO,
-    )
-    context = {
-        **base_context,
-        "title": _("Results of %(action)s") % {"action": action.lower()},
-        "rows": rows,
-    }
-    return TemplateResponse(request, _templates(opts, "action_results.html"), context)
+    return _apply(modeladmin, request, action)
 
 
-def _apply_one(
-    request: HttpRequest,
-    form_class: type[forms.TargetedActionForm],
-    obj: Model,
-    base: str,
-) -> dict[str, Any]:
-    """Submit the action's form for one object and describe its outcome."""
-    form = form_class(
+def _apply(
+    modeladmin: admin.ModelAdmin[Any], request: HttpRequest, action: str
+) -> HttpResponse | None:
+    """
+    Apply the confirmed plan through the bulk service, then show its result.
+
+    The confirmation page fixed the plan (its items, versions and digest)
+    and the bulk id; the service checks the digest, applies what it can in
+    one chunk and the dashboard's bulk page shows the rest applying and
+    every item's outcome. Re-posting the page resumes the same bulk id, so
+    nothing is applied twice.
+    """
+    form = forms.BulkApplyForm(
         {
-            # One operation id per object, derived from the id fixed on the
-            # confirmation page: a re-posted page replays object by object.
-            "operation_id": f"{base}:{obj.pk}",
-            "expected_version": request.POST.get(f"version_{obj.pk}"),
+            "action": action,
+            "filters": request.POST.get("bulk_filters", ""),
+            "items": request.POST.get("bulk_items", ""),
+            "digest": request.POST.get("bulk_digest", ""),
+            "bulk_id": request.POST.get("operation_id", ""),
             "reason_code": request.POST.get("reason_code", ""),
-        },
-        target_id=obj.pk,
+        }
     )
     try:
-        result = form.perform(request.user)
-    except actions.ActionError as error:
-        return {
-            "object": obj,
-            "outcome": _("NOT DONE"),
-            "code": error.code,
-            "why": error.message,
-            "audit_url": None,
-            "audit_id": None,
-        }
-    return {
-        "object": obj,
-        "outcome": result.outcome,
-        "code": result.rejection_code or "",
-        "why": result.explanation(),
-        "audit_url": audit_url(result),
-        "audit_id": result.audit_id,
-    }
+        result = form.perform(
+            request.user, limit=None, seconds=actions.bulk.CHUNK_SECONDS
+        )
+    except actions.InvalidRequest as error:
+        modeladmin.message_user(
+            request,
+            _("%(action)s was not applied: %(why)s") % {"action": action, "why": error},
+            messages.ERROR,
+        )
+        return None
+    modeladmin.message_user(
+        request,
+        _("%(action)s: %(applied)s applied, %(replayed)s replayed so far.")
+        % {
+            "action": action,
+            "applied": result.counts[actions.APPLIED],
+            "replayed": result.counts[actions.REPLAYED],
+        },
+        messages.INFO,
+    )
+    url = reverse("batchboard:bulk_operation", args=[result.bulk_id])
+    return HttpResponseRedirect(url, status=303)
 
 
 def _operator_action(
@@ -217,7 +224,7 @@ def _operator_action(
         modeladmin: admin.ModelAdmin[Any],
         request: HttpRequest,
         queryset: QuerySet[Any],
-    ) -> TemplateResponse | None:
+    ) -> HttpResponse | None:
         return _run_action(modeladmin, request, queryset, action, name)
 
     # The admin names an action after its function.

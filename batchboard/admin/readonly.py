@@ -24,7 +24,7 @@ from django.contrib.admin.exceptions import (
 from django.contrib.admin.filters import FieldListFilter, SimpleListFilter
 from django.contrib.admin.utils import flatten_fieldsets, get_fields_from_path
 from django.contrib.admin.views.main import ChangeList
-from django.db.models import BigAutoField, Model, QuerySet
+from django.db.models import BigAutoField, DateTimeField, Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -40,7 +40,13 @@ from batchboard.admin.changelist import (
     SelectionInvalid,
     selected_ids,
 )
-from batchboard.vocabulary import CONTROL_CHARACTERS, MAX_BIGINT, parse_whole_number
+from batchboard.explorer.presenters import exit_text
+from batchboard.vocabulary import (
+    ACTIVE,
+    CONTROL_CHARACTERS,
+    MAX_BIGINT,
+    parse_whole_number,
+)
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -93,6 +99,41 @@ def utc_column(name: str, description: StrOrPromise) -> Callable[[Any], str]:
 
     column.__name__ = name
     return column
+
+
+def exit_column(description: StrOrPromise) -> Callable[[Any], str]:
+    """
+    Return a column showing a run's exit code as the dashboard does.
+
+    "running" or a dash while the run is unresolved (the column then holds
+    a placeholder), "no exit code recorded" for a finished execution that
+    never reported one, else the code: presenters.exit_text's one rule.
+    """
+
+    @admin.display(description=description)
+    def column(obj: Any) -> str:
+        text, _pending = exit_text(
+            obj.status, obj.exit_code, running=obj.status in ACTIVE
+        )
+        return text
+
+    column.__name__ = "exit_code_shown"
+    return column
+
+
+#: The suffix of the read-only field that shows a timestamp column in UTC
+#: on a change page (ReadOnlyAdmin adds one per timestamp of its model).
+UTC_SUFFIX = "_utc"
+
+
+def _utc_names(spec: Sequence[Any], stamps: frozenset[str]) -> tuple[Any, ...]:
+    """Return ``fields`` with each timestamp column named by its UTC field."""
+    return tuple(
+        _utc_names(name, stamps)
+        if isinstance(name, list | tuple)
+        else (f"{name}{UTC_SUFFIX}" if name in stamps else name)
+        for name in spec
+    )
 
 
 def hex_field(name: str, description: StrOrPromise) -> staticmethod[[Any], str]:
@@ -235,6 +276,37 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     has_change_permission = has_add_permission
     has_delete_permission = has_add_permission
 
+    def __init__(self, model: type[Model], admin_site: admin.AdminSite) -> None:
+        super().__init__(model, admin_site)
+        # Each timestamp shows as the dashboard prints it (ISO, UTC) on the
+        # change page too, not in the admin's localized date format.
+        self._stamps = frozenset(
+            field.name
+            for field in model._meta.concrete_fields
+            if isinstance(field, DateTimeField)
+        )
+        for field in model._meta.concrete_fields:
+            if field.name in self._stamps:
+                setattr(
+                    self,
+                    f"{field.name}{UTC_SUFFIX}",
+                    utc_column(field.name, field.verbose_name),
+                )
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        """Return ``list_display``, each timestamp column shown in UTC."""
+        return [
+            getattr(self, f"{name}{UTC_SUFFIX}")
+            if isinstance(name, str) and name in self._stamps
+            else name
+            for name in super().get_list_display(request)
+        ]
+
+    # The stubs' own alias for a fields spec is private; the shape is ``fields``'s.
+    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> Any:
+        """Return ``fields``, each timestamp shown by its UTC field."""
+        return _utc_names(self.fields or (), self._stamps)
+
     def get_readonly_fields(
         self, request: HttpRequest, obj: Model | None = None
     ) -> list[str]:
@@ -244,7 +316,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         Computed fields (a digest as hex, a payload's descriptor) need no
         declaration of their own beside ``fields``.
         """
-        return flatten_fieldsets([(None, {"fields": self.fields or ()})])
+        return flatten_fieldsets([(None, {"fields": self.get_fields(request, obj)})])
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         """Return the admin's rows with every payload column left unloaded."""

@@ -49,6 +49,7 @@ from batchboard.admin.readonly import (
     EMPTY,
     ReadOnlyAdmin,
     descriptor_field,
+    exit_column,
     hex_field,
     utc_column,
 )
@@ -78,6 +79,7 @@ __all__ = [
 _EXECUTION_PAYLOADS = ("parameters", "context_payload", "owner_token")
 _STEP_PAYLOADS = ("checkpoint_payload", "context_payload", "fault_state_payload")
 #: When a step or an execution started and ended, as changelist columns.
+_EXIT_CODE = exit_column(_("exit code"))
 _STARTED_ENDED = (
     utc_column("started_at", _("started at")),
     utc_column("ended_at", _("ended at")),
@@ -238,7 +240,7 @@ class JobExecutionAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
         "job_instance_id",
         "attempt",
         "status",
-        "exit_code",
+        _EXIT_CODE,
         *_STARTED_ENDED,
     )
     list_filter = ("status", "failure_category")
@@ -261,7 +263,7 @@ class JobExecutionAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
         "restart_of_execution",
         "attempt",
         "status",
-        "exit_code",
+        "exit_code_shown",
         "failure_category",
         "failure_id",
         "context_descriptor",
@@ -281,6 +283,7 @@ class JobExecutionAdmin(OperatorActionsAdminMixin, ReadOnlyAdmin):
     )
 
     context_descriptor = descriptor_field("context", _("execution context"))
+    exit_code_shown = staticmethod(_EXIT_CODE)
 
     @admin.display(description=_("job name"), ordering="job_instance__job_name")
     def job_name(self, obj: models.JobExecution) -> str:
@@ -308,7 +311,7 @@ class StepExecutionAdmin(ReadOnlyAdmin):
         "job_execution_id",
         "step_name",
         "status",
-        "exit_code",
+        _EXIT_CODE,
         "read_count",
         "write_count",
         *_STARTED_ENDED,
@@ -320,7 +323,7 @@ class StepExecutionAdmin(ReadOnlyAdmin):
         "step_name",
         "step_logical_id",
         "status",
-        "exit_code",
+        "exit_code_shown",
         *_COUNTERS,
         ("read_retry_count", "process_retry_count", "write_retry_count"),
         ("read_skip_count", "process_skip_count", "write_skip_count"),
@@ -338,6 +341,7 @@ class StepExecutionAdmin(ReadOnlyAdmin):
         "version",
     )
     deferred = _STEP_PAYLOADS
+    exit_code_shown = staticmethod(_EXIT_CODE)
 
     checkpoint_descriptor = descriptor_field("checkpoint", _("checkpoint"))
     context_descriptor = descriptor_field("context", _("execution context"))

@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy as _
 from batchboard import vocabulary
 from batchboard.actions import ActionResult
 
-__all__ = ["CONSEQUENCES", "audit_url", "consequence"]
+__all__ = ["CONSEQUENCES", "audit_row_url", "audit_url", "consequence"]
 
 #: What an action will do, told before it runs.
 CONSEQUENCES: Final[dict[str, Any]] = {
@@ -63,9 +63,12 @@ def audit_url(result: ActionResult) -> str | None:
     Return None where the admin is not installed, so the outcome names its
     audit row without a link.
     """
+    return audit_row_url(result.audit_model, result.audit_id)
+
+
+def audit_row_url(model: str, ident: int) -> str | None:
+    """Return the admin page of audit row ``ident`` of ``model``, or None."""
     try:
-        return reverse(
-            f"admin:batchboard_{result.audit_model}_change", args=[result.audit_id]
-        )
+        return reverse(f"admin:batchboard_{model}_change", args=[ident])
     except NoReverseMatch:
         return None

@@ -1,8 +1,8 @@
 """
 The forms of the operator actions: what a submitted action may contain.
 
-One form per action (stop, abandon, recover, hold, release, apply a purge),
-one for a recovery directive and one for purge criteria. A form parses the
+One form per action (stop, abandon, recover, hold, release, apply a purge,
+apply a bulk plan), one for a recovery directive and one for purge criteria. A form parses the
 POSTed (or, for a purge plan, queried) text into the service's arguments and
 refuses malformed input before the service is called, so a malformed request
 writes nothing. The dashboard's dialogs and the admin's confirmation pages
@@ -18,6 +18,7 @@ bounds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Self
 
@@ -47,6 +48,8 @@ __all__ = [
     "AbandonForm",
     "ActionForm",
     "CandidatesForm",
+    "BulkApplyForm",
+    "BulkRecoverForm",
     "DirectiveForm",
     "HoldForm",
     "PurgeApplyForm",
@@ -510,3 +513,72 @@ class CandidatesForm(ListForm):
         """Return the (instance, execution) the page continues after, if any."""
         position: tuple[int, int] | None = self.cleaned_data["after"]
         return position
+
+
+# -- bulk actions ----------------------------------------------------------------
+
+
+def _filters(text: str) -> dict[str, Any]:
+    """Parse a plan's filters (a JSON object of names to values) back."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise actions.InvalidRequest(_("The plan's filters are malformed."))
+    return value
+
+
+class BulkApplyForm(forms.Form):
+    """
+    A reviewed bulk plan submitted for applying: the plan and the reason.
+
+    The plan's items, digest and filters are checked by the service
+    (:func:`batchboard.actions.apply_bulk`): a digest that does not match
+    them is refused there, before anything is written.
+    """
+
+    action = forms.ChoiceField(
+        choices=[(name, name) for name in actions.bulk.BULK_ACTIONS]
+    )
+    filters = CheckedField(_filters)
+    items = forms.CharField(required=False, strip=False)
+    digest = forms.CharField(strip=False)
+    bulk_id = CheckedField(actions.bulk.validate_bulk_id)
+    reason_code = forms.CharField(required=False, strip=False)
+
+    @classmethod
+    def for_action(cls, data: QueryDict) -> BulkApplyForm:
+        """Return the form for the submitted action (RECOVER adds a directive)."""
+        if data.get("action") == vocabulary.RECOVER:
+            return BulkRecoverForm(data)
+        return cls(data)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        action = cleaned.get("action")
+        if action and vocabulary.reasons_for(action):
+            try:
+                cleaned["reason_code"] = envelope.validate_reason(
+                    cleaned.get("reason_code"), action
+                )
+            except actions.InvalidRequest as error:
+                self.add_error("reason_code", error.message)
+        else:
+            cleaned["reason_code"] = None
+        return cleaned
+
+    def perform(self, user: Any, **bounds: Any) -> actions.BulkResult:
+        """
+        Record the operation and apply what ``bounds`` allow (``limit``,
+        ``seconds``; by default nothing yet), or raise InvalidRequest.
+        """
+        if not self.is_valid():
+            raise actions.InvalidRequest(first_error(self))
+        return actions.apply_bulk(
+            user=user, **{"limit": 0, **bounds}, **self.cleaned_data
+        )
+
+
+class BulkRecoverForm(BulkApplyForm, DirectiveForm):
+    """A bulk recovery: the plan, the reason and one directive for all items."""

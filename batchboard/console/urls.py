@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from batchboard.console import views
+from batchboard.console import bulk, views
 
 urlpatterns = [
     path("executions/<int:execution_id>/stop/", views.stop, name="action_stop"),
@@ -28,4 +28,12 @@ urlpatterns = [
     path("instances/<int:instance_id>/release/", views.release, name="action_release"),
     path("retention/purge/", views.purge_plan, name="purge_plan"),
     path("retention/purge/apply/", views.purge_apply, name="purge_apply"),
+    path("bulk/apply/", bulk.bulk_apply, name="bulk_apply"),
+    path("bulk/plan/<str:source>/<str:action>/", bulk.bulk_plan, name="bulk_plan"),
+    path("bulk/operations/<str:bulk_id>/", bulk.bulk_operation, name="bulk_operation"),
+    path(
+        "bulk/operations/<str:bulk_id>/continue/",
+        bulk.bulk_continue,
+        name="bulk_continue",
+    ),
 ]

@@ -42,11 +42,11 @@ from batchboard import actions, vocabulary
 from batchboard.actions import eligibility, envelope, permissions
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
-from batchboard.explorer import inputs, queries
+from batchboard.explorer import cli, inputs, queries
 from batchboard.explorer.access import VIEW_EXECUTION_PAGE, VIEW_EXECUTIONS
 from batchboard.explorer.links import link
 from batchboard.explorer.pagination import Page
-from batchboard.explorer.presenters import Presenter, outcome_tone
+from batchboard.explorer.presenters import Clock, Presenter, look, outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (
@@ -346,26 +346,36 @@ def recovery_proposal(request: HttpRequest, execution_id: int) -> HttpResponse:
     except actions.ActionError as error:
         return _result(request, error=error, target_url=None)
     panel = request.GET.get("panel") == "1"
+    # Whether the execution offers a recovery: the eligibility rule's
+    # answer on this proposal, which the service asks again on submit.
+    offer = eligibility.recover(
+        proposal.evidence.status,
+        candidate=proposal.is_candidate,
+        verdict=proposal.verdict_text(),
+    )
+    category = (
+        "UNKNOWN_COMMIT" if proposal.evidence.unknown_commit else "STALE_RECOVERED"
+    )
+    # A fresh failure id per proposal, labelled as generated: nine digits,
+    # so that an operator can read it out and note it.
+    failure_id = secrets.randbelow(900_000_000) + 100_000_000
     context = {
         "proposal": proposal,
         "evidence": proposal.evidence,
         "may_recover": permissions.may(request.user, vocabulary.RECOVER),
-        # Whether the execution offers a recovery: the eligibility rule's
-        # answer on this proposal, which the service asks again on submit.
-        "offer": eligibility.recover(
-            proposal.evidence.status,
-            candidate=proposal.is_candidate,
-            verdict=proposal.verdict_text(),
-        ),
+        "offer": offer,
         "operation_id": envelope.new_operation_id(),
         "reasons": forms.RecoverForm.reasons(),
         "categories": vocabulary.RECOVERY_CATEGORIES,
-        "default_category": "UNKNOWN_COMMIT"
-        if proposal.evidence.unknown_commit
-        else "STALE_RECOVERED",
-        # A fresh failure id per proposal, labelled as generated: nine
-        # digits, so that an operator can read it out and note it.
-        "default_failure_id": secrets.randbelow(900_000_000) + 100_000_000,
+        "default_category": category,
+        "default_failure_id": failure_id,
+        "cli_commands": cli.for_recovery(
+            proposal,
+            offer,
+            actor=envelope.actor_ref_for(request.user),
+            failure_category=category,
+            failure_id=failure_id,
+        ),
         "post_url": reverse("batchboard:action_recover", args=[execution_id]),
         "execution_url": _url("batchboard:execution", execution_id),
         "panel": panel,
@@ -476,6 +486,8 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
         ]
         flat.append(("after", f"{shown[-1][0]}:{shown[-1][1]}"))
         next_url = f"{request.path}?{urlencode(flat)}"
+    # Ages as of the survey's clock: what the minimum age was measured by.
+    clock = Clock(plan.at)
     page = Page(
         [
             {
@@ -484,6 +496,7 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
                 "version": version,
                 "instance_url": link("batchboard:instance", instance_id),
                 "execution_url": link("batchboard:execution", execution_id),
+                **_facts(plan.facts.get(execution_id), clock),
             }
             for instance_id, execution_id, version in shown
         ],
@@ -495,6 +508,19 @@ def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, 
         "page": page,
         "next_url": next_url,
         "first_url": first_page_url(request, drop=("after", "size")),
+    }
+
+
+def _facts(facts: actions.PurgeFacts | None, clock: Clock) -> dict[str, Any]:
+    """Return what a candidate's row shows: status, end and age (the plan's read)."""
+    if facts is None:
+        return {}
+    return {
+        "status": facts.status,
+        "tone": look(facts.status).tone,
+        "ended": clock.moment(facts.ended_at),
+        # The age the minimum age is compared with: since the last update.
+        "age": clock.span((clock.now - facts.updated_at).total_seconds()),
     }
 
 

@@ -8,7 +8,8 @@ step in time order, so ids and timestamps grow together as they would in
 production. The clock stops at ``now``: whatever is mid-way then is left
 as it is, which is how the seeded database gets executions still running
 (STARTING, STARTED, STOPPING, with and without stop requests, fresh and
-stale).
+stale). The simulator (:mod:`batchboard.demo.simulate`) is their runtime
+from then on: it honours every stop requested on them.
 
 Everything deterministic comes from one ``random.Random(seed)`` and the
 given ``now``; the same seed and clock on an empty database write the same

@@ -7,6 +7,12 @@ chunk by chunk. New instances launch every few seconds up to a small bound;
 some runs fail and are restarted a little later; one process per session
 vanishes, leaving its execution STARTED and stale; stop requests placed from
 the console are honoured at the next commit through ``observe_control``.
+
+Every running execution of the demo belongs to the simulator: those it did
+not start (left mid-way by the seeder, by an earlier session, or by its own
+vanished process) are watched too, and a stop requested on any of them
+ends it STOPPED within two ticks, so every stop placed in the demo
+completes. Nothing else moves them: a stale one stays a recovery candidate.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ from dataclasses import dataclass, field, replace
 from batchboard.demo.catalogue import JobSpec, job
 from batchboard.demo.runs import InstanceMemory, JobRun, RunPlan
 from batchboard.digests import JobParameter
-from batchboard.models import JobInstance
-from batchboard.repository import JobRepository, SystemClock
+from batchboard.models import JobExecution, JobInstance, StepExecution
+from batchboard.repository import JobRepository, RepositoryError, SystemClock
+from batchboard.vocabulary import ACTIVE, STOPPABLE
 
 #: The jobs the simulator keeps going: one of each shape.
 LIVE_JOBS = (
@@ -146,6 +153,7 @@ class Simulator:
         for live in list(self.active):
             if not live.run.advance():
                 self._finished(live, now)
+        self.honour_stops()
         for pending in [p for p in self.pending if p.due <= now]:
             if len(self.active) < self.concurrency:
                 self.pending.remove(pending)
@@ -154,6 +162,62 @@ class Simulator:
             self.launch()
             low, high = self.launch_every
             self.next_launch = now + self.rng.uniform(low, high)
+
+    # -- the executions it did not start -----------------------------------------
+
+    def honour_stops(self) -> None:
+        """
+        Act as the runtime of every running execution it does not run.
+
+        One statement finds them (the status index): unresolved, a stop
+        requested, not one of this simulator's live runs. One that has not
+        seen its request yet moves to STOPPING, as its owner's
+        ``observe_control`` would (claiming a STARTING one nobody claimed
+        first); a STOPPING one winds its open steps down and ends STOPPED.
+        A row someone else moved meanwhile is left to the next tick.
+        """
+        own = [live.run.execution_id for live in self.active]
+        waiting = (
+            JobExecution.objects.using(self.repository.alias)
+            .filter(status__in=ACTIVE, stop_requested_at__isnull=False)
+            .exclude(pk__in=own)
+            .order_by("pk")
+        )
+        for execution in waiting:
+            try:
+                if execution.status in STOPPABLE:
+                    self._observe_stop(execution)
+                else:
+                    self._end_stopped(execution)
+            except RepositoryError:
+                continue
+
+    def _observe_stop(self, execution: JobExecution) -> None:
+        repo = self.repository
+        token = execution.owner_token
+        if token is None and execution.status == "STARTING":
+            token = self.rng.randbytes(16)
+            execution = repo.claim_execution(execution.pk, execution.version, token)
+        if token is not None:
+            execution = repo.observe_control(execution.pk, bytes(token)).execution
+        if execution.status != "STOPPING":
+            # Running with no owner recorded: nobody else can observe it.
+            repo.transition_execution(execution.pk, execution.version, "STOPPING")
+        self.say(f"stopping execution {execution.pk} (stop requested)")
+
+    def _end_stopped(self, execution: JobExecution) -> None:
+        repo = self.repository
+        steps = StepExecution.objects.using(repo.alias).filter(
+            job_execution_id=execution.pk, status__in=ACTIVE
+        )
+        for step in steps.order_by("pk"):
+            if step.status == "STARTING":
+                step = repo.transition_step(step.pk, step.version, "STOPPING")
+            step = repo.transition_step(step.pk, step.version, "STOPPED")
+            repo.enrich_step_exit_status(step.pk, step.version, "STOPPED")
+        ended = repo.transition_execution(execution.pk, execution.version, "STOPPED")
+        repo.enrich_execution_exit_status(ended.pk, ended.version, "STOPPED")
+        self.say(f"finished execution {execution.pk} STOPPED (stop requested)")
 
     def _vanish(self, live: _Live) -> None:
         self.active.remove(live)

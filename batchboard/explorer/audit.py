@@ -15,8 +15,14 @@ without one is not applied, and the page says so, rather than scanning the
 audit tables. The operation id is the second column of each table's unique
 ``(action, operation_id)`` index, whose first column holds one of a closed
 set of actions: it is looked up once per action (:func:`lookup`), never
-scanned for. Rows name their target by id only (no join), so a row renders
-the same after retention purged its target.
+scanned for. Rows name their target by id, and their job by the name of
+the instance they name (a primary-key lookup per row shown): a row renders
+the same after retention purged its target, but for its job, which is then
+no longer known. A purge's own row names no job: oxide-batch records it
+without an instance (spec 6.3) and nothing else on it names the job.
+
+The first page also lists the newest bulk operations (batchboard's own
+records, :func:`bulk_operations`), each linking to its items.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from django import forms
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils.functional import Promise
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
@@ -40,10 +47,16 @@ from batchboard.explorer.inputs import (
     ListForm,
     TextField,
 )
-from batchboard.explorer.links import link
+from batchboard.explorer.links import job_filter_url, link
 from batchboard.explorer.pagination import Page, Row, Window
 from batchboard.explorer.presenters import Clock, outcome_tone, status_change
-from batchboard.models import JobExecution, OperatorRequest, RetentionAction
+from batchboard.models import (
+    BulkOperation,
+    JobExecution,
+    JobInstance,
+    OperatorRequest,
+    RetentionAction,
+)
 from batchboard.schema import v4
 from batchboard.vocabulary import OUTCOME_CLASSES
 
@@ -251,6 +264,38 @@ _RETENTION_FIELDS = (
 )
 
 
+#: Each table's job: the name of the instance the row names (an operator
+#: request may name only its execution), read by primary key for the rows
+#: of the page only. A purge row names no instance (spec 6.3: it is
+#: recorded with ``job_instance_id`` NULL, and nothing else of it names the
+#: job), nor does a row whose instance a purge removed: their job is None.
+#: Each is a scalar subquery, so that the planner looks each row's
+#: instance up by primary key rather than joining the instance table whole.
+def _job_of_instance() -> Subquery:
+    return Subquery(
+        JobInstance.objects.filter(id=OuterRef("job_instance_id")).values("job_name")[
+            :1
+        ]
+    )
+
+
+def _job_of_execution() -> Subquery:
+    return Subquery(
+        JobExecution.objects.filter(id=OuterRef("job_execution_id")).values(
+            "job_instance__job_name"
+        )[:1]
+    )
+
+
+def _jobs(model: type[Model], queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """Annotate the job name of each row (see the note above)."""
+    job: Any = _job_of_instance()
+    if model is OperatorRequest:
+        job = Coalesce(job, _job_of_execution())
+    annotated: QuerySet[Any] = queryset.annotate(job_name=job)
+    return annotated
+
+
 def _read(
     model: type[Model],
     fields: Sequence[str],
@@ -263,7 +308,8 @@ def _read(
     )
     if below is not None:
         queryset = queryset.filter(id__lt=below)
-    return list(queryset.order_by("-id").values(*fields)[:limit])
+    rows = _jobs(model, queryset).order_by("-id").values(*fields, "job_name")
+    return list(rows[:limit])
 
 
 #: The closed set of actions each audit table records (its CHECK's list).
@@ -298,9 +344,9 @@ def lookup(
         return []
     manager = model._default_manager.using(db.read_alias())
     first, *rest = (
-        manager.filter(where, action=each, operation_id=operation)
+        _jobs(model, manager.filter(where, action=each, operation_id=operation))
         .order_by()
-        .values(*fields)
+        .values(*fields, "job_name")
         for each in actions
     )
     rows = [
@@ -441,8 +487,10 @@ def _position(
 
 
 def present(rows: list[Row], clock: Clock) -> list[Row]:
-    """Add each row's target link, tone and time (ids only: no join, no payload)."""
+    """Add each row's target link, job link, tone and time (no payload)."""
     for row in rows:
+        if row["job_name"] is not None:
+            row["job_url"] = job_filter_url("batchboard:audit", row["job_name"])
         row["tone"] = outcome_tone(row["outcome_class"])
         row["change"] = status_change(row)
         row["when"] = clock.moment(row["at"])
@@ -458,3 +506,19 @@ def present(rows: list[Row], clock: Clock) -> list[Row]:
         if row["kind"] == RETENTION and row["action"] == "APPLY_PURGE":
             row["purged"] = sum(int(row[name]) for name in v4.PURGE_COUNTERS)
     return rows
+
+
+# -- bulk operations -------------------------------------------------------------
+
+#: The bulk operations the audit log's first page lists, newest first.
+BULK_OPERATIONS_SHOWN: Final = 20
+
+
+def bulk_operations(limit: int = BULK_OPERATIONS_SHOWN) -> list[BulkOperation]:
+    """
+    Return the newest bulk operations (batchboard's own state), newest first.
+
+    One statement on ``(started_at DESC, id DESC)``; each operation links to
+    its page, which lists its items and their audit rows.
+    """
+    return list(BulkOperation.objects.order_by("-started_at", "-id")[:limit])

@@ -28,6 +28,7 @@ from batchboard.vocabulary import (
     MIN_PAGE_SIZE,
     MIN_UNRESOLVED_AGE,
     OVERVIEW_PAGE_SIZE,
+    STATUS_SETS,
     STATUSES,
     parse_whole_number,
 )
@@ -44,9 +45,11 @@ __all__ = [
     "ExecutionForm",
     "ExecutionsForm",
     "JobNameField",
+    "JobNamesForm",
     "JumpForm",
     "ListForm",
     "OverviewForm",
+    "StatusesField",
     "UnresolvedForm",
     "read",
 ]
@@ -180,6 +183,53 @@ class ChoiceFilterField(TextField):
         return chosen
 
 
+class StatusesField(SharedField):
+    """
+    Several statuses at once: ``?status=FAILED&status=STOPPED``.
+
+    Each value is a status in any case, a shortcut of
+    :data:`~batchboard.vocabulary.STATUS_SETS` (``active``, ``finished``) or
+    a comma-separated list of either. The result is a tuple in the schema's
+    order without repeats; blank, or every status, is no filter: ``()``.
+    """
+
+    widget = forms.SelectMultiple
+
+    default_error_messages = {
+        "invalid_choice": _(
+            "Unknown status filter; use one of %(choices)s, or %(sets)s."
+        ),
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value: Any) -> tuple[str, ...]:
+        given = value if isinstance(value, list | tuple) else [value]
+        chosen: set[str] = set()
+        for raw in given:
+            for word in str(raw or "").split(","):
+                word = word.strip()
+                if not word:
+                    continue
+                if word.lower() in STATUS_SETS:
+                    chosen.update(STATUS_SETS[word.lower()])
+                elif word.upper() in STATUSES:
+                    chosen.add(word.upper())
+                else:
+                    raise forms.ValidationError(
+                        self.error_messages["invalid_choice"],
+                        code="invalid_choice",
+                        params={
+                            "choices": ", ".join(STATUSES),
+                            "sets": ", ".join(STATUS_SETS),
+                        },
+                    )
+        if len(chosen) == len(STATUSES):
+            return ()
+        return tuple(status for status in STATUSES if status in chosen)
+
+
 class JobNameField(TextField):
     """An exact job-name filter: any text of at most a job name's bytes."""
 
@@ -270,19 +320,28 @@ class OverviewForm(ListForm):
 
 
 class ExecutionsForm(ListForm):
-    """The executions page's filters: a status and a job name."""
+    """The executions page's filters: statuses and a job name."""
 
-    status = ChoiceFilterField(
-        STATUSES, _("Unknown status filter; use one of %(choices)s.")
-    )
+    status = StatusesField()
     job = JobNameField()
 
     @property
-    def status_filter(self) -> str:
-        return str(self.cleaned_data["status"])
+    def statuses(self) -> tuple[str, ...]:
+        """Return the statuses asked for, in the schema's order; () is any."""
+        return tuple(self.cleaned_data["status"])
 
     @property
     def job_filter(self) -> str:
+        return str(self.cleaned_data["job"])
+
+
+class JobNamesForm(ExplorerForm):
+    """The job-name suggestions: the start of a name (``job``, as typed)."""
+
+    job = JobNameField()
+
+    @property
+    def start(self) -> str:
         return str(self.cleaned_data["job"])
 
 

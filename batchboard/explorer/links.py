@@ -116,14 +116,18 @@ def list_url(name: str) -> str:
     return _list(name, get_script_prefix(), get_urlconf(), str(settings.ROOT_URLCONF))
 
 
-def job_filter_url(name: str, job_name: str, base: str | None = None) -> str:
+def job_filter_url(
+    name: str, job_name: str, base: str | None = None, status: str = ""
+) -> str:
     """
-    Return list page ``name`` filtered to one job (``?job=``).
+    Return list page ``name`` filtered to one job (``?job=``), and a status.
 
     The one builder of the executions list's and the audit log's links for
     a job; the list's address (``base``, if known) is reversed once per name.
+    ``status`` is a status or a shortcut of ``vocabulary.STATUS_SETS``.
     """
-    return f"{base or list_url(name)}?{urlencode({'job': job_name})}"
+    query = {"job": job_name, **({"status": status} if status else {})}
+    return f"{base or list_url(name)}?{urlencode(query)}"
 
 
 class Links:
@@ -162,9 +166,9 @@ class Links:
             )
         return found
 
-    def job_filter(self, name: str, job_name: str) -> str:
+    def job_filter(self, name: str, job_name: str, status: str = "") -> str:
         """Return :func:`job_filter_url`, the list's address reversed once per page."""
         base = self._lists.get(name)
         if base is None:
             base = self._lists[name] = list_url(name)
-        return job_filter_url(name, job_name, base)
+        return job_filter_url(name, job_name, base, status)

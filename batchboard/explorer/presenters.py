@@ -35,7 +35,9 @@ from django.utils.text import get_text_list
 from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext_lazy as _
 
+from batchboard import spans
 from batchboard.actions import eligibility
+from batchboard.explorer import cause
 from batchboard.explorer.links import Links
 from batchboard.explorer.relations import SEGMENTS, Rollup
 from batchboard.explorer.stamps import Stamp, slot, stamp
@@ -50,6 +52,59 @@ from batchboard.vocabulary import (
 )
 
 Row = dict[str, Any]
+
+#: The exit code an execution is created with (spec 7.3); a run that ends
+#: without recording its own (recovered, abandoned) keeps it.
+_PLACEHOLDER_EXIT_CODE: Final = "UNKNOWN"
+
+
+def exit_text(
+    status: str, exit_code: str | None, *, running: bool
+) -> tuple[SafeString, bool]:
+    """
+    Return the exit code a run shows, and whether it is pending (no code).
+
+    An unresolved run has no exit code yet (the column holds a placeholder
+    such as ``UNKNOWN``, which reads as the status): it shows "running"
+    while its owner may still move it, else a dash. A finished run shows
+    its code (a dash for none), but a finished execution that still holds
+    the creation placeholder (a recovery leaves the exit code as it was,
+    spec 5.5) says no exit code was recorded, so it does not read as the
+    status UNKNOWN. The one rule for every list, summary, row and the
+    admin; the templates only choose the markup.
+    """
+    words = texts()
+    if status in UNRESOLVED:
+        return (words["running"] if running else NOTHING), True
+    if exit_code == _PLACEHOLDER_EXIT_CODE:
+        return words["no_exit_code"], True
+    return (SafeString(escape(exit_code)) if exit_code else NOTHING), False
+
+
+#: The status of a run no owner moves any more (only a recovery does).
+UNKNOWN_STATUS: Final = "UNKNOWN"
+
+
+def duration_unknown(row: Row) -> bool:
+    """Return whether a run's duration is unknown (Presenter.unknown_span)."""
+    return row["status"] == UNKNOWN_STATUS or unreported_end(row)
+
+
+def unreported_end(row: Row) -> bool:
+    """
+    Return whether a finished execution's end was not reported by the run.
+
+    A run that ends itself records its exit code; a recovery (mark failed or
+    abandon) sets the status and ``ended_at`` to the moment of the decision
+    and leaves the exit code as created (spec 5.5). Its ``ended_at`` is
+    then when it was declared over, maybe days after it was last seen, so
+    its duration is unknown.
+    """
+    return (
+        row["status"] not in UNRESOLVED
+        and row.get("exit_code") == _PLACEHOLDER_EXIT_CODE
+    )
+
 
 #: Identifying parameters a job's instance list shows per row.
 SHOWN_PARAMETERS: Final = 8
@@ -146,17 +201,9 @@ def look(status: str | None) -> Look:
 #: What a cell shows for a time or span that has not happened.
 NOTHING: Final = SafeString("—")
 
-# Units of spans and ages, and the text every row of a list shows: a
-# translate tag per row would cost more than the rest of the row.
+# Ages, and the text every row of a list shows: a translate tag per row
+# would cost more than the rest of the row (spans' units: batchboard.spans).
 _TEXTS: Final[Mapping[str, Promise]] = {
-    "ms": _("%(ms)d ms"),
-    "tenths": _("%(s).1f s"),
-    "s": _("%(s)d s"),
-    "min_s": _("%(min)d min %(s)02d s"),
-    "min": _("%(min)d min"),
-    "h_min": _("%(h)d h %(min)02d min"),
-    "h": _("%(h)d h"),
-    "d_h": _("%(d)d d %(h)d h"),
     "ago": _("%(span)s ago"),
     "ahead": _("in %(span)s"),
     "chip": _("#%(id)s %(status)s (attempt %(attempt)s)"),
@@ -180,6 +227,12 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "failed": _("failed"),
     "stopped": _("stopped or abandoned"),
     "running": _("running"),
+    "no_exit_code": _("no exit code recorded"),
+    "unknown_duration": _("unknown"),
+    "ended_unreported": _(
+        "started %(start)s; its end was recorded at %(end)s by a recovery, not by the run"
+    ),
+    "last_seen": _("started %(start)s; last update %(end)s, then left %(status)s"),
     "waiting": _("waiting"),
     "created": _("Created"),
     "started": _("Started"),
@@ -258,32 +311,8 @@ class Clock:
         self._formats = texts()
 
     def span(self, seconds: float, whole: bool = False) -> SafeString:
-        """
-        Return a span in human units, e.g. ``"4 min 03 s"``.
-
-        ``whole`` leaves out a zero lower unit (``"15 min"``), for bounds a
-        person chose rather than spans measured.
-        """
-        formats = self._formats
-        seconds = max(seconds, 0.0)
-        if seconds < 1:
-            return SafeString(formats["ms"] % {"ms": int(seconds * 1000)})
-        if seconds < 60:
-            if seconds < 10 and not whole:
-                return SafeString(formats["tenths"] % {"s": seconds})
-            return SafeString(formats["s"] % {"s": int(seconds)})
-        minutes, secs = divmod(int(seconds), 60)
-        if minutes < 60:
-            if whole and not secs:
-                return SafeString(formats["min"] % {"min": minutes})
-            return SafeString(formats["min_s"] % {"min": minutes, "s": secs})
-        hours, minutes = divmod(minutes, 60)
-        if hours < 48:
-            if whole and not minutes:
-                return SafeString(formats["h"] % {"h": hours})
-            return SafeString(formats["h_min"] % {"h": hours, "min": minutes})
-        days, hours = divmod(hours, 24)
-        return SafeString(formats["d_h"] % {"d": days, "h": hours})
+        """Return a span in human units (:func:`batchboard.spans.span`)."""
+        return spans.span(seconds, whole)
 
     def age(self, moment: datetime | None) -> SafeString:
         """Return how long ago ``moment`` was, e.g. ``"4 min 03 s ago"``."""
@@ -299,6 +328,12 @@ class Clock:
         if start is None:
             return NOTHING
         return self.span(((end or self.now) - start).total_seconds())
+
+    def day(self, moment: datetime | None) -> SafeString:
+        """Return the UTC day of ``moment``, ISO (``2026-03-01``); a dash for none."""
+        if moment is None:
+            return NOTHING
+        return SafeString(moment.astimezone(UTC).date().isoformat())
 
     def moment(self, moment: datetime | None) -> Moment | None:
         """Return a time in UTC with its age, or ``None`` for no time."""
@@ -357,25 +392,52 @@ class Presenter:
             for column in _RUN_TIMES
         ]
         row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+        self.unknown_span(row)
         self.exit(row, running=row["status"] in ACTIVE)
         return row
 
-    def exit(self, row: Row, *, running: bool) -> Row:
+    def unknown_span(self, row: Row) -> bool:
         """
-        Add the exit code a run's cell shows: ``exit_text``, ``exit_pending``.
+        Say so if a run's duration is not known; return whether it is not.
 
-        An unresolved run has no exit code yet (the column holds a
-        placeholder such as ``UNKNOWN``, which reads as the status): it shows
-        "running" while its owner may still move it, else a dash. A finished
-        run shows its code (a dash for none). The one rule for every list,
-        summary and row; the templates only choose the markup.
+        A run whose end a recovery declared (:func:`unreported_end`) is
+        known between its start and that declaration; an UNKNOWN run, which
+        no owner moves any more, between its start and its last update.
         """
-        if row["status"] in UNRESOLVED:
-            row["exit_text"] = self.texts["running"] if running else NOTHING
-            row["exit_pending"] = True
-        else:
-            row["exit_text"] = row["exit_code"] or NOTHING
-            row["exit_pending"] = False
+        if unreported_end(row):
+            self.unknown_duration(row, row["ended_at"], "ended_unreported")
+            return True
+        if row["status"] == UNKNOWN_STATUS:
+            self.unknown_duration(row, row["updated_at"], "last_seen")
+            return True
+        return False
+
+    def unknown_duration(self, row: Row, end: datetime | None, text: str) -> Row:
+        """
+        Say a run's duration is unknown, and the times it is known between.
+
+        ``row["duration"]`` becomes "unknown" and ``row["duration_bounds"]``
+        names its start and ``end`` (where the record stops telling).
+        """
+        start = self.clock.moment(row["started_at"] or row.get("created_at"))
+        until = self.clock.moment(end)
+        row["duration"] = self.texts["unknown_duration"]
+        row["unreported"] = True
+        row["duration_bounds"] = SafeString(
+            self.texts[text]
+            % {
+                "start": start["text"] if start else NOTHING,
+                "end": until["text"] if until else NOTHING,
+                "status": escape(row["status"]),
+            }
+        )
+        return row
+
+    def exit(self, row: Row, *, running: bool) -> Row:
+        """Add the exit code a run's cell shows (:func:`exit_text`)."""
+        row["exit_text"], row["exit_pending"] = exit_text(
+            row["status"], row.get("exit_code"), running=running
+        )
         return row
 
     def execution(self, row: Row, *, stale: bool = False) -> Row:
@@ -432,12 +494,13 @@ class Presenter:
         Add what the step page's summary shows.
 
         A step left unresolved by a finished execution is not running: not
-        live, and its span ends at its last update.
+        live, and its duration is unknown; it is known between its start
+        and its last update.
         """
         self.run(row)
         if row["live"] and row.get("execution_status", "STARTED") not in UNRESOLVED:
             row["live"] = False
-            row["duration"] = self.clock.duration(row["started_at"], row["updated_at"])
+            self.unknown_duration(row, row["updated_at"], "last_seen")
         self.exit(row, running=row["live"] and row["status"] in ACTIVE)
         row["live_url"] = self.links.link("batchboard:step_live", row["id"])
         row["counters"] = [
@@ -519,11 +582,13 @@ class Presenter:
             row["tone"] = look(status).tone
             self.exit(row, running=row["active"])
             row["created"] = clock.moment(row["created_at"])
-            row["duration"] = clock.duration(row["started_at"], row["ended_at"])
+            if not self.unknown_span(row):
+                row["duration"] = clock.duration(row["started_at"], row["ended_at"])
             row["updated_age"] = clock.age(row["updated_at"])
             if triage:
                 row["stop_url"] = SafeString(f"{stop_head}{pk}{stop_tail}")
                 row["recover_url"] = SafeString(f"{recover_head}{pk}{recover_tail}")
+        cause.failure_links(rows)
         return rows
 
     def failures(self, rows: list[Row]) -> list[Row]:
@@ -539,7 +604,8 @@ class Presenter:
 
         A step still unresolved in a finished ``execution`` (say UNKNOWN
         after its execution was recovered as FAILED) is not running: it is
-        not live and its span ends with the execution's.
+        not live, its duration is unknown, and its span ends at its last
+        update, the last time it was seen.
         """
         clock, progress = self.clock, self.texts["progress"]
         page_head, page_tail = self.links.pattern("batchboard:step")
@@ -557,6 +623,11 @@ class Presenter:
             row["started"] = clock.moment(row["started_at"])
             row["until"] = row["ended_at"] or ended
             row["duration"] = clock.duration(row["started_at"], row["until"])
+            if status in UNRESOLVED and ended is not None:
+                # Not running: drawn muted, to its last update, not on.
+                row["tone"] = "muted"
+                row["until"] = row.get("updated_at") or ended
+                self.unknown_duration(row, row["until"], "last_seen")
             row["label"] = row["step_name"]
             row["counts"] = {name: row[name] for name in _ROW_COUNTERS}
             total = row["partitions_total"]
@@ -752,7 +823,11 @@ class Presenter:
                 {
                     "name": name,
                     "url": job(name),
-                    "running_url": self.links.job_filter("batchboard:executions", name),
+                    # The running count counts unresolved executions: the
+                    # link lists the same ones, the "active" shortcut.
+                    "running_url": self.links.job_filter(
+                        "batchboard:executions", name, "active"
+                    ),
                     "strip": strip,
                     # Rendered already (each chip from its stamp).
                     "chips": SafeString("".join(placed)),
@@ -840,6 +915,10 @@ class Presenter:
         now = self.now
         start = execution["started_at"] or execution["created_at"]
         end = execution["ended_at"] or now
+        if unreported_end(execution):
+            # Declared over long after it was last seen: the span is its
+            # steps' own, not the wait for the recovery.
+            end = start
         every = [
             row
             for top in steps
@@ -859,7 +938,11 @@ class Presenter:
                 step=row,
                 left=round(max(0.0, min(left, 100.0)), 2),
                 width=round(max(0.4, min(width, 100.0 - left)), 2),
-                duration=self.clock.duration(row["started_at"], finish),
+                duration=(
+                    self.texts["unknown_duration"]
+                    if row.get("unreported")
+                    else self.clock.duration(row["started_at"], finish)
+                ),
             )
 
         bars = []

@@ -68,6 +68,7 @@ from batchboard.schema import FAULT_COUNTERS, ITEM_COUNTERS
 from batchboard.vocabulary import (
     ATTENTION_LIMIT,
     FINISHED,
+    SUGGESTED_NAMES,
     UNRESOLVED,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "instances",
     "job_exists",
     "job_names",
+    "job_names_starting",
     "operator_requests",
     "parameter_values",
     "parameter_values_of",
@@ -400,7 +402,7 @@ def _merged(
     queryset: QuerySet[Any], branches: Sequence[Q], order: Sequence[str], limit: int
 ) -> QuerySet[Any]:
     """
-    Return the rows of ``queryset`` among each branch's first ``limit`` (SQLite).
+    Return the rows of ``queryset`` among each branch's first ``limit``.
 
     Each branch walks its own index range in the list's order under all of
     the page's conditions and stops at ``limit`` rows, so the page's rows
@@ -408,15 +410,22 @@ def _merged(
     ``len(branches) * limit`` rows however many match, where one range over
     every branch at once must read them all and sort them. The ids are an
     ``IN`` list on the primary key, which SQLite visits in id order: a list
-    by id needs no sort either. Rows, cursor and ceiling are unchanged.
+    by id needs no sort either (PostgreSQL sorts those few ids). Rows,
+    cursor and ceiling are unchanged. A list's own ``branches`` are read
+    so on SQLite only; a filter's ``walks`` on both backends.
     """
     walks: list[str] = []
     params: list[Any] = []
-    for condition in branches:
+    # PostgreSQL names every subquery in FROM; SQLite's plans show an
+    # unnamed one as the walk it is.
+    named = connections[queryset.db].vendor == "postgresql"
+    for index, condition in enumerate(branches):
         walk = queryset.filter(condition).order_by(*order).values("id")[:limit]
         sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
         # SQLite takes LIMIT in a compound's member only inside a subquery.
-        walks.append(f"SELECT * FROM ({sql})")
+        walks.append(
+            f"SELECT * FROM ({sql})" + (f" AS bb_walk_{index}" if named else "")
+        )
         params.extend(walk_params)
     ids = RawSQL(" UNION ALL ".join(walks), params)
     merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
@@ -444,10 +453,21 @@ def _identity(row: Row) -> Key:
 
 @dataclass(frozen=True)
 class Filter:
-    """A lookup a list is narrowed by; ``wrap`` turns its value into an expression."""
+    """
+    A lookup a list is narrowed by; ``wrap`` turns its value into an expression.
+
+    A filter may be given several values at once (a tuple): the rows match
+    any of them. Under ``walks`` (a column with an index in the list's
+    order for each value) each value is read as its own limited walk, the
+    walks merged by the list's key (:func:`_merged`), on both backends:
+    one range over several values would read every row of them all, or
+    every row of the others, to find the page. Otherwise the values are an
+    ``IN`` list.
+    """
 
     lookup: str
     wrap: Callable[[Any], Any] | None = None
+    walks: bool = False
 
 
 @dataclass(frozen=True)
@@ -517,10 +537,13 @@ class Listing:
         applied = tuple(
             (narrow, value)
             for narrow, value in zip(self.filters, values, strict=True)
-            if value not in (None, "")
+            if value not in (None, "", ())
         )
         position = self.position(window.after) if window.after is not None else ()
-        args = [value for _, value in applied] + list(position)
+        args: list[Any] = []
+        for _, value in applied:
+            args.extend(value if isinstance(value, tuple) else (value,))
+        args += list(position)
         if window.ceiling is not None:
             args.append(window.ceiling)
         fields = self.fields + ((CEILING,) if window.first else ())
@@ -531,7 +554,16 @@ class Listing:
             if self.where is not None:
                 queryset = queryset.filter(self.where)
             scope: dict[str, Any] = {}
-            for narrow, _ in applied:
+            walks: list[Q] = []
+            for narrow, value in applied:
+                if isinstance(value, tuple):
+                    several = [next(given) for _ in value]
+                    if narrow.walks:
+                        walks += [Q(**{narrow.lookup: each}) for each in several]
+                        continue
+                    scope[f"{narrow.lookup}__in"] = several
+                    queryset = queryset.filter(**{f"{narrow.lookup}__in": several})
+                    continue
                 value = next(given)
                 scope[narrow.lookup] = narrow.wrap(value) if narrow.wrap else value
                 queryset = queryset.filter(**{narrow.lookup: scope[narrow.lookup]})
@@ -549,8 +581,10 @@ class Listing:
                 queryset = queryset.annotate(**ceiling).filter(id__lte=F(CEILING))
             else:
                 queryset = queryset.filter(id__lte=next(given))
-            if self.branches and connections[_using()].vendor == "sqlite":
-                queryset = _merged(queryset, self.branches, self.order, page_size)
+            if not walks and connections[_using()].vendor == "sqlite":
+                walks = list(self.branches)
+            if walks:
+                queryset = _merged(queryset, walks, self.order, page_size)
                 # The page's own ceiling, beside the rows it bounded.
                 queryset = queryset.annotate(**ceiling)
             order = self.sort() if self.sort is not None else self.order
@@ -560,7 +594,10 @@ class Listing:
             return rows[:page_size]
 
         # What changes the statement's text apart from its arguments.
-        lookups = tuple(narrow.lookup for narrow, _ in applied)
+        lookups = tuple(
+            (narrow.lookup, len(value)) if isinstance(value, tuple) else narrow.lookup
+            for narrow, value in applied
+        )
         shape = (self.name, lookups, window.first, page_size)
         rows = values_rows(_using(), shape, build, args)
         if self.prepare is not None:
@@ -636,7 +673,10 @@ INSTANCE_EXECUTIONS = Listing(
 RECENT_EXECUTIONS = Listing(
     "recent_executions",
     JobExecution,
-    filters=(Filter("status"),),
+    # Several statuses: one walk by id per status (on SQLite off the
+    # embedded (status, id) index), so "all finished" costs what one
+    # common status costs and "all active" what a rare one does.
+    filters=(Filter("status", walks=True),),
     order=("-id",),
     fields=EXECUTION_FIELDS,
     key=_identity,
@@ -760,6 +800,8 @@ OPERATOR_REQUESTS = Listing(
     order=("id",),
     fields=(
         "id",
+        "job_execution_id",
+        "job_instance_id",
         "action",
         "authorization_class",
         "operation_id",
@@ -788,6 +830,32 @@ def job_names(page_size: int, token: str | None = None) -> Page:
     return JOB_NAMES.page(cursors.job_names(), page_size, token)
 
 
+def job_names_starting(prefix: str, limit: int = SUGGESTED_NAMES) -> list[str]:
+    """
+    Return up to ``limit`` job names that start with ``prefix``, in byte order.
+
+    Read from the definitions' ``(job_name, ...)`` unique index as a range
+    from the prefix on, stopped at ``limit`` names: never a scan of the
+    instances or executions. The match is by prefix only, case included
+    (names compare byte for byte); the names past the prefix's range that
+    the limited range may return are dropped here.
+    """
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        return (
+            JobDefinition.objects.using(_using())
+            .filter(job_name__gte=values[0])
+            .order_by("job_name")
+            .values("job_name")
+            .distinct()[:limit]
+        )
+
+    rows = values_rows(_using(), ("job_names_starting", limit), build, [prefix])
+    return [
+        str(row["job_name"]) for row in rows if str(row["job_name"]).startswith(prefix)
+    ]
+
+
 def instances(job_name: str, page_size: int, token: str | None = None) -> Page:
     """Return a job's instances, newest first, with their latest attempt."""
     return INSTANCES.page(cursors.instances(job_name), page_size, token, job_name)
@@ -803,21 +871,28 @@ def instance_executions(
 
 
 def recent_executions(
-    status: str, job_name: str, page_size: int, token: str | None = None
+    status: str | Sequence[str], job_name: str, page_size: int, token: str | None = None
 ) -> Page:
     """
     Return executions across all jobs, newest first.
 
-    Unfiltered or by status, the order is the execution id (descending),
-    served by the primary key or, for a rare status, by
-    ``(status, updated_at, id)``. With a job filter the order is the
-    instance (newest first), then the attempt (latest first); see
-    :data:`JOB_EXECUTIONS`.
+    ``status`` is one status, several (any of them; in the schema's order,
+    as :class:`~batchboard.explorer.inputs.StatusesField` gives them), or
+    none. Unfiltered or by status, the order is the execution id
+    (descending), served by the primary key or, for a rare status, by
+    ``(status, updated_at, id)``; several statuses are one walk each,
+    merged by id. With a job filter the order is the instance (newest
+    first), then the attempt (latest first); see :data:`JOB_EXECUTIONS`.
     """
-    spec = cursors.recent_executions(status, job_name)
+    statuses = (status,) if isinstance(status, str) else tuple(status)
+    statuses = tuple(each for each in statuses if each)
+    spec = cursors.recent_executions(statuses, job_name)
+    # One status is the single-valued filter, with the statement it has
+    # always had; several are a tuple.
+    value: str | tuple[str, ...] = statuses if len(statuses) > 1 else "".join(statuses)
     if job_name:
-        return JOB_EXECUTIONS.page(spec, page_size, token, status, job_name)
-    return RECENT_EXECUTIONS.page(spec, page_size, token, status)
+        return JOB_EXECUTIONS.page(spec, page_size, token, value, job_name)
+    return RECENT_EXECUTIONS.page(spec, page_size, token, value)
 
 
 def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Page:

@@ -128,6 +128,40 @@ def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     return found
 
 
+def latest_attempts(rows: Iterable[Row]) -> dict[int, Row]:
+    """
+    Map each execution of ``rows`` to its instance's latest attempt, if later.
+
+    A FAILED execution whose latest later attempt COMPLETED was resolved by
+    a restart (a COMPLETED instance takes no further attempt, spec 2.2).
+    One statement over the rows given: per row, the greatest attempt of its
+    instance and that attempt's row, both exact lookups on the unique
+    ``(job_instance_id, attempt)`` index; nothing else of the history is read.
+    """
+    wanted = {(int(row["job_instance_id"]), int(row["attempt"])): row for row in rows}
+    if not wanted:
+        return {}
+    values = ", ".join(["(%s, %s)"] * len(wanted))
+    params = [value for pair in wanted for value in pair]
+    sql = (
+        "SELECT x.id, x.job_instance_id, x.attempt, x.status, w.column2 "
+        f"FROM (VALUES {values}) AS w "
+        "JOIN ob_job_execution x ON x.job_instance_id = w.column1 "
+        "AND x.attempt = (SELECT MAX(y.attempt) FROM ob_job_execution y "
+        "WHERE y.job_instance_id = w.column1) "
+        "AND x.attempt > w.column2"
+    )
+    found: dict[int, Row] = {}
+    with connections[db.read_alias()].cursor() as cursor:
+        cursor.execute(sql, params)
+        for *values_row, before_attempt in cursor.fetchall():
+            row = dict(zip(_ATTEMPT_COLUMNS, values_row, strict=True))
+            before = wanted.get((row["job_instance_id"], int(before_attempt)))
+            if before is not None:
+                found[int(before["id"])] = row
+    return found
+
+
 def partition_rollups(parent_ids: Sequence[int]) -> dict[int, Rollup]:
     """Return each parent step's partition counts by segment and summed counters."""
     if not parent_ids:

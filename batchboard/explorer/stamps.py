@@ -250,9 +250,11 @@ _ROW_SLOTS: Final = (
     "created.text",
     "created.ago",
     "duration",
+    "duration_bounds",
     "updated_age",
     "failure_category",
     "failure_id",
+    "failure_link",
     "exit_text",
     "restart.url",
     "restart.text",
@@ -272,7 +274,9 @@ def _row_shape(row: Row) -> tuple[Any, ...]:
         bool(row.get("active")),
         bool(row.get("owner_recorded")),
         bool(row.get("failure_category")),
+        bool(row.get("failure_link")),
         bool(row.get("exit_pending")),
+        bool(row.get("duration_bounds")),
         restart["tone"] if restart else None,
         bool(row.get("stop_requested_at")),
         row.get("created") is not None,
@@ -293,7 +297,11 @@ def _row_stand_in(row: Row) -> Row:
         "failure_category": (
             stands["failure_category"] if row.get("failure_category") else None
         ),
+        "failure_link": stands["failure_link"] if row.get("failure_link") else None,
         "exit_pending": row.get("exit_pending"),
+        "duration_bounds": (
+            stands["duration_bounds"] if row.get("duration_bounds") else None
+        ),
         "restart": (
             {
                 "url": stands["restart.url"],

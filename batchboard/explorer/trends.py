@@ -30,7 +30,7 @@ from batchboard import db
 from batchboard.explorer import overview
 from batchboard.explorer.links import url_pattern
 from batchboard.explorer.pagination import Row
-from batchboard.explorer.presenters import Clock, look
+from batchboard.explorer.presenters import Clock, duration_unknown, look, texts
 from batchboard.explorer.stamps import Stamp, slot, stamp
 from batchboard.models import StepExecution
 from batchboard.vocabulary import (
@@ -38,12 +38,19 @@ from batchboard.vocabulary import (
     GRID_STEP_ROWS,
     PARTITION_WORKER_PREFIX,
     TREND_RUNS,
+    UNRESOLVED,
 )
 
 #: The trend's drawing area in SVG user units (the SVG scales to its box).
 WIDTH: Final = 600
 HEIGHT: Final = 120
 _GAP: Final = 1.0
+#: The scale's top is at most this many times the p95: one run far longer
+#: than the rest is drawn clipped at the top (its title says by how much)
+#: instead of flattening every other bar.
+CLIP_FACTOR: Final = 1.5
+#: Dates under the trend: at most this many, evenly spread over the runs.
+AXIS_TICKS: Final = 5
 
 # What the trend and the grid show of a run: its duration, status and link
 # (no creation time: each timestamp read costs more than the rest of a row).
@@ -54,6 +61,8 @@ _RUN_COLUMNS = (
     "job_instance_id",
     "started_at",
     "ended_at",
+    # Whether the run reported its own end (presenters.duration_unknown).
+    "exit_code",
 )
 
 
@@ -94,6 +103,16 @@ class Bar:
     url: SafeString
     run: Row
     duration: SafeString
+    #: Whether the run is longer than the scale (drawn to the top, marked).
+    clipped: bool = False
+
+
+@dataclass(frozen=True)
+class Tick:
+    """A date under the trend: the run it stands under and its start day."""
+
+    run_id: int
+    day: SafeString
 
 
 @dataclass(frozen=True)
@@ -110,12 +129,18 @@ class Trend:
     scale: SafeString | None = None
     #: Runs without a duration yet (never started).
     unstarted: int = 0
+    #: Runs whose duration is unknown (UNKNOWN, or their end declared).
+    unknown: int = 0
+    #: Runs longer than the scale, drawn clipped.
+    clipped: int = 0
+    #: The time axis: dates of evenly spread runs, oldest first.
+    ticks: list[Tick] = field(default_factory=list)
     #: Every bar rendered (partials/trend_bar.html, one stamp per status).
     markup: SafeString = SafeString("")
 
 
 def _seconds(run: Row, now: datetime) -> float | None:
-    if run["started_at"] is None:
+    if run["started_at"] is None or duration_unknown(run):
         return None
     started: datetime = run["started_at"]
     ended: datetime = run["ended_at"] or now
@@ -133,8 +158,11 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     """
     Lay out ``runs`` (newest first) as duration bars, oldest on the left.
 
-    Bars are scaled to the longest finished run; a running execution's bar
-    runs to now, clipped at the top. The median and p95 are nearest-rank over the started runs.
+    Bars are scaled to the longest finished run, but never above
+    :data:`CLIP_FACTOR` times the p95: an outlier (or a running execution
+    past the scale) is drawn to the top and marked clipped, its real
+    duration in its title. The median and p95 are nearest-rank over the
+    started runs. The axis dates :data:`AXIS_TICKS` runs spread evenly.
     """
     head, tail = url_pattern("batchboard:execution")
     ordered = list(reversed(runs))
@@ -142,6 +170,8 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
     measured = [value for value in durations if value is not None]
     if not ordered:
         return Trend([])
+    unknown_text = texts()["unknown_duration"]
+    unknown = sum(duration_unknown(run) for run in ordered)
     # Scaled to the longest finished run, so one long-running execution
     # does not flatten the rest; a bar over the scale is clipped at the top.
     finished = [
@@ -150,6 +180,11 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
         if value is not None and run["ended_at"] is not None
     ]
     top = max(finished or measured, default=0.0) or 1.0
+    median = p95 = None
+    if measured:
+        median, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
+        if p95 > 0:
+            top = min(top, p95 * CLIP_FACTOR)
     slot = WIDTH / max(len(ordered), 1)
     bars = []
     for index, (run, seconds) in enumerate(zip(ordered, durations, strict=True)):
@@ -165,38 +200,72 @@ def trend(runs: Sequence[Row], clock: Clock) -> Trend:
                 tone=str(look(run["status"]).tone),
                 url=SafeString(f"{head}{int(run['id'])}{tail}"),
                 run=run,
-                duration=clock.duration(run["started_at"], run["ended_at"]),
+                duration=(
+                    unknown_text
+                    if duration_unknown(run)
+                    else clock.duration(run["started_at"], run["ended_at"])
+                ),
+                clipped=seconds is not None and seconds > top,
             )
         )
-    markup = _bars_markup(bars, head, tail)
-    if not measured:
-        return Trend(bars, unstarted=len(ordered), markup=markup)
-    median, p95 = percentile(measured, 0.5), percentile(measured, 0.95)
+    scale = clock.span(top)
+    markup = _bars_markup(bars, head, tail, scale)
+    ticks = _ticks(ordered, clock)
+    if median is None or p95 is None:
+        return Trend(
+            bars,
+            unstarted=len(ordered) - unknown,
+            unknown=unknown,
+            markup=markup,
+            ticks=ticks,
+        )
     return Trend(
         bars,
         median=clock.span(median),
         p95=clock.span(p95),
         median_y=round(max(HEIGHT - HEIGHT * median / top, 0.0), 2),
         p95_y=round(max(HEIGHT - HEIGHT * p95 / top, 0.0), 2),
-        scale=clock.span(top),
-        unstarted=len(ordered) - len(measured),
+        scale=scale,
+        unstarted=len(ordered) - len(measured) - unknown,
+        unknown=unknown,
+        clipped=sum(bar.clipped for bar in bars),
         markup=markup,
+        ticks=ticks,
     )
 
 
-def _bars_markup(bars: Sequence[Bar], head: str, tail: str) -> SafeString:
-    """Render the bars, each from its status's stamp of trend_bar.html."""
-    stamps: dict[str, Stamp] = {}
+def _ticks(ordered: Sequence[Row], clock: Clock) -> list[Tick]:
+    """Return the axis: the start day of up to AXIS_TICKS evenly spread runs."""
+    count = min(AXIS_TICKS, len(ordered))
+    if count == 1:
+        positions = [0]
+    else:
+        last = len(ordered) - 1
+        positions = sorted({round(n * last / (count - 1)) for n in range(count)})
+    ticks = []
+    for position in positions:
+        run = ordered[position]
+        ticks.append(Tick(int(run["id"]), clock.day(run["started_at"])))
+    return ticks
+
+
+def _bars_markup(
+    bars: Sequence[Bar], head: str, tail: str, scale: SafeString
+) -> SafeString:
+    """Render the bars, each from its status's (and clipping's) stamp of trend_bar.html."""
+    stamps: dict[tuple[str, bool], Stamp] = {}
     placed = []
     for bar in bars:
         status = bar.run["status"]
-        drawn = stamps.get(status)
+        drawn = stamps.get((status, bar.clipped))
         if drawn is None:
-            drawn = stamps[status] = stamp(
+            drawn = stamps[(status, bar.clipped)] = stamp(
                 "batchboard/partials/trend_bar.html",
                 {
                     "tone": bar.tone,
                     "status": status,
+                    "clipped": bar.clipped,
+                    "scale": scale,
                     "url": SafeString(f"{head}{slot(0)}{tail}"),
                     "id": slot(0),
                     "x": slot(1),
@@ -246,13 +315,15 @@ class Grid:
     truncated: bool = False
 
 
-def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
+def grid(runs: Sequence[Row], steps: Sequence[Row], clock: Clock | None = None) -> Grid:
     """
     Place each run's steps in a steps x runs grid.
 
     Step names are ordered by their first appearance (the lowest step id);
-    a name run twice in one execution shows its latest step.
+    a name run twice in one execution shows its latest step. Each run (a
+    column) carries its start day for its label.
     """
+    clock = clock or Clock()
     run_head, run_tail = url_pattern("batchboard:execution")
     step_head, step_tail = url_pattern("batchboard:step")
     columns = list(reversed(runs))
@@ -262,6 +333,7 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
             **run,
             "url": SafeString(f"{run_head}{int(run['id'])}{run_tail}"),
             "tone": look(run["status"]).tone,
+            "day": clock.day(run["started_at"]),
         }
         for run in columns
     ]
@@ -276,14 +348,19 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
         position = index[int(step["job_execution_id"])]
         placed = row.cells[position]
         if placed is None or int(placed["id"]) < pk:
+            # A step its finished run left unresolved is not running.
+            left = (
+                step["status"] in UNRESOLVED
+                and columns[position]["status"] not in UNRESOLVED
+            )
             row.cells[position] = {
                 **step,
                 "url": SafeString(f"{step_head}{pk}{step_tail}"),
-                "tone": look(step["status"]).tone,
+                "tone": "muted" if left else look(step["status"]).tone,
             }
     ordered = sorted(rows.values(), key=lambda row: first[row.name])
     gap = stamp("batchboard/partials/grid_gap.html", {}, 0).fill()
-    cells: dict[str, Stamp] = {}
+    cells: dict[tuple[str, str], Stamp] = {}
     cell_url = SafeString(f"{step_head}{slot(0)}{step_tail}")
     for row in ordered:
         name = escape(row.name)
@@ -293,9 +370,9 @@ def grid(runs: Sequence[Row], steps: Sequence[Row]) -> Grid:
                 markup.append(gap)
                 continue
             status = cell["status"]
-            drawn = cells.get(status)
+            drawn = cells.get((status, cell["tone"]))
             if drawn is None:
-                drawn = cells[status] = stamp(
+                drawn = cells[(status, cell["tone"])] = stamp(
                     "batchboard/partials/grid_cell.html",
                     {
                         "tone": cell["tone"],
@@ -326,4 +403,4 @@ def job_history(job_name: str, clock: Clock, *, steps: bool = True) -> dict[str,
         return {"trend": trend(runs, clock), "grid": None}
     newest = runs[:GRID_RUNS]
     rows = grid_steps([int(run["id"]) for run in newest])
-    return {"trend": trend(runs, clock), "grid": grid(newest, rows)}
+    return {"trend": trend(runs, clock), "grid": grid(newest, rows, clock)}

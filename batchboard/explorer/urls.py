@@ -72,5 +72,6 @@ urlpatterns = [
     ),
     path("unresolved/", views.unresolved, name="unresolved"),
     path("jump/", views.jump, name="jump"),
+    path("job-names/", views.job_names, name="job_names"),
     path("audit/", views.audit, name="audit"),
 ]

@@ -26,9 +26,9 @@ from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
 from batchboard import actions, conf
-from batchboard.actions import eligibility, permissions
+from batchboard.actions import eligibility, envelope, permissions
 from batchboard.explorer import audit as audit_log
-from batchboard.explorer import inputs, overview, queries, relations, trends
+from batchboard.explorer import cause, cli, inputs, overview, queries, relations, trends
 from batchboard.explorer.access import (
     PARAMETER_VALUES,
     VIEW_AUDIT,
@@ -44,11 +44,13 @@ from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import SHOWN_PARAMETERS, Presenter
 from batchboard.vocabulary import (
     ACTIVE,
+    ATTENTION_FAILURES,
     ATTENTION_LIMIT,
     MAX_PAGE_SIZE,
-    OUTCOME_CLASSES,
     PARTITION_WORKER_PREFIX,
     RECOVER,
+    RESTART,
+    STATUS_SETS,
     STATUSES,
     STOP,
     UNRESOLVED,
@@ -169,12 +171,25 @@ def _attention(present: Presenter) -> dict[str, Any]:
     stale_seconds = int(conf.get_config()["STALE_SECONDS"])
     stale = queries.unresolved(stale_seconds, ATTENTION_LIMIT)
     present.executions(stale.rows)
-    failures = present.failures(queries.recent_failures())
-    present.restarts(failures, relations.next_attempts(failures))
+    # What is still broken comes first: of the latest failures, those whose
+    # instance has no later COMPLETED attempt; the ones a restart resolved
+    # are only counted and folded.
+    failures = present.failures(queries.recent_failures(ATTENTION_FAILURES))
+    latest = relations.latest_attempts(failures)
+    present.restarts(failures, latest)
+    broken: list[Row] = []
+    resolved: list[Row] = []
+    for row in failures:
+        after = latest.get(int(row["id"]))
+        (resolved if after and after["status"] == "COMPLETED" else broken).append(row)
     return {
         "stale": stale,
         "stale_seconds": stale_seconds,
-        "failures": failures,
+        "failures": broken[:ATTENTION_LIMIT],
+        "more_failures": len(broken) > ATTENTION_LIMIT,
+        "resolved": resolved[:ATTENTION_LIMIT],
+        "resolved_count": len(resolved),
+        "failures_read": len(failures),
     }
 
 
@@ -315,10 +330,20 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
     if page.first and not wants_fragment(request):
         # The attempts as a chain, first to latest (the page lists latest first).
         chain = list(reversed(page.rows))
+    # What the hold buttons and the CLI commands offer: the eligibility
+    # rule's answers; a restart follows the latest attempt (listed first).
+    offers = eligibility.for_instance(held=bool(found and found["hold_actor"]))
+    latest = page.rows[0] if page.first and page.rows else None
+    commands: list[cli.Command] = []
+    if found is not None and page.first:
+        offers[RESTART] = eligibility.restart(latest["status"] if latest else None)
+        commands = cli.for_instance(
+            found, offers, actor=envelope.actor_ref_for(request.user), latest=latest
+        )
     context = {
         "instance": found,
-        # What the hold buttons offer: the eligibility rule's answers.
-        "offers": eligibility.for_instance(held=bool(found and found["hold_actor"])),
+        "offers": offers,
+        "cli_commands": commands,
         "chain": chain,
         "parameter_values": values,
         "show_values": show_values,
@@ -331,20 +356,67 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
 def executions(request: HttpRequest) -> HttpResponse:
     """Show recent executions across all jobs, filterable by status and job."""
     form = inputs.read(inputs.ExecutionsForm, request)
-    status, job_name = form.status_filter, form.job_filter
-    page = queries.recent_executions(status, job_name, form.page_size, form.token)
+    chosen, job_name = form.statuses, form.job_filter
+    page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
-    if status in ("FAILED", "STOPPED"):
+    if chosen and set(chosen) <= {"FAILED", "STOPPED"}:
         # The failures list says which attempt followed each failure.
         present.restarts(page.rows, relations.next_attempts(page.rows))
-    context = {
-        "status": status,
+    context: dict[str, Any] = {
+        "status": ", ".join(chosen),
+        # The statuses as one word of a closed set (a shortcut's name where
+        # the choice is one): what the filters' fixed markup varies by.
+        "status_key": _status_word(chosen),
+        "chosen": chosen,
         "job_filter": job_name,
         "statuses": STATUSES,
         "caption": present.texts["job_order" if job_name else "newest_first"],
+        # The Failures link of the navigation is this list under FAILED.
+        "section": "failures" if chosen == ("FAILED",) else "executions",
     }
+    if job_name and page.first and not page.rows:
+        # The job filter is exact: a name's start finds nothing, so say
+        # which names start with it (a few, off the job names list).
+        context["near_names"] = [
+            (name, _executions_url(",".join(chosen), name))
+            for name in queries.job_names_starting(job_name)
+            if name != job_name
+        ]
+    if not wants_fragment(request):
+        context["status_sets"] = [
+            (
+                name,
+                _STATUS_SET_LABELS[name],
+                _executions_url(name, job_name),
+                chosen == members,
+            )
+            for name, members in STATUS_SETS.items()
+        ]
     return _list(request, form, page, present, EXECUTIONS, context)
+
+
+#: What the executions list's status shortcuts read as.
+_STATUS_SET_LABELS: dict[str, Promise] = {
+    "active": gettext_lazy("All active"),
+    "finished": gettext_lazy("All finished"),
+}
+
+
+def _status_word(chosen: tuple[str, ...]) -> str:
+    """Return the statuses as a shortcut's name, or comma-separated."""
+    for name, members in STATUS_SETS.items():
+        if chosen == members:
+            return name
+    return ",".join(chosen)
+
+
+def _executions_url(status: str, job_name: str) -> str:
+    """Return the executions list under ``status`` (a word) and a job, if any."""
+    query = ([("status", status)] if status else []) + (
+        [("job", job_name)] if job_name else []
+    )
+    return f"{reverse('batchboard:executions')}?{urlencode(query)}"
 
 
 @reader(*VIEW_EXECUTIONS)
@@ -536,6 +608,22 @@ def _live_region(
         audit_page = audit.fetch(execution_id, preview, None)
         audit.present(present, audit_page.rows)
         sections.append((audit, audit_page, audit.url(execution_id)))
+    # What the action buttons offer, by action: the eligibility rule's
+    # answers. An UNKNOWN execution may be abandoned once a recovery
+    # decision is recorded, which the decisions' preview shows. A restart
+    # follows the instance's latest attempt: offered on that one's page.
+    offers = eligibility.for_execution(
+        found["status"],
+        stop_requested=found["stop_requested_at"] is not None,
+        superseded=after is not None,
+        decided=any(
+            audit_page.rows
+            for audit, audit_page, _all in sections
+            if audit.url_name == "recovery_decisions"
+        ),
+    )
+    if after is None:
+        offers[RESTART] = eligibility.restart(found["status"])
     return _context(
         request,
         present,
@@ -549,24 +637,16 @@ def _live_region(
             else _steps_next_url(execution_id, page, size)
         ),
         timeline=present.timeline(found, top),
+        cause_links=cause.execution_links(found),
         audit=sections,
         show_partitions=partitions,
         # The recovery form is offered only to an execution that qualifies.
         recovery_url=(
             link("batchboard:recovery_proposal", execution_id) if stale else None
         ),
-        # What the action buttons offer, by action: the eligibility rule's
-        # answers. An UNKNOWN execution may be abandoned once a recovery
-        # decision is recorded, which the decisions' preview shows.
-        offers=eligibility.for_execution(
-            found["status"],
-            stop_requested=found["stop_requested_at"] is not None,
-            superseded=after is not None,
-            decided=any(
-                audit_page.rows
-                for audit, audit_page, _all in sections
-                if audit.url_name == "recovery_decisions"
-            ),
+        offers=offers,
+        cli_commands=cli.for_execution(
+            found, offers, actor=envelope.actor_ref_for(request.user)
         ),
     )
 
@@ -722,7 +802,11 @@ def _step_values(present: Presenter, found: Row) -> dict[str, Any]:
             found,
             relations.worker_partition(int(found["job_execution_id"]), step_id),
         )
-    return {"step": found, "totals": rollup.counters if rollup else None}
+    return {
+        "step": found,
+        "totals": rollup.counters if rollup else None,
+        "cause_links": cause.step_links(found),
+    }
 
 
 @reader(*VIEW_PARTITIONS)
@@ -801,6 +885,22 @@ def jump(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[pk]))
 
 
+@reader(*VIEW_OVERVIEW)
+def job_names(request: HttpRequest) -> HttpResponse:
+    """
+    Return the job names that start with what a job filter holds, as options.
+
+    The ``<datalist>`` a job-name input swaps in as its value changes: up
+    to SUGGESTED_NAMES names from the job names list, by prefix only. A
+    plain request (the address opened by hand) goes to the executions list.
+    """
+    prefix = inputs.read(inputs.JobNamesForm, request).start
+    if not wants_fragment(request):
+        return HttpResponseRedirect(reverse("batchboard:executions"))
+    names = queries.job_names_starting(prefix)
+    return render(request, "batchboard/partials/job_names.html", {"names": names})
+
+
 # -- the audit log --------------------------------------------------------------------
 
 AUDIT_LOG = ListPage("batchboard/audit.html", "batchboard/partials/audit_log_rows.html")
@@ -813,30 +913,16 @@ def audit(request: HttpRequest) -> HttpResponse:
     found = audit_log.read(form)
     present = Presenter()
     audit_log.present(found.page.rows, present.clock)
-    gaps = audit_log.support()
-    unserved = [
-        (audit_log.FILTER_LABELS[name], columns)
-        for name, columns in gaps.items()
-        if columns
-    ]
     context = {
         "filters": form.cleaned_data,
         "actions": audit_log.ACTIONS,
-        "outcomes": OUTCOME_CLASSES,
-        "ignored": [
-            (audit_log.FILTER_LABELS[name], gaps[name]) for name in found.ignored
-        ],
-        # What the page can filter, and what it cannot and why (the schema).
-        "served": [
-            audit_log.FILTER_LABELS[name]
-            for name, columns in gaps.items()
-            if not columns
-        ],
-        "unserved": unserved,
-        "unserved_labels": [label for label, _columns in unserved],
+        # Filters a link named that no index serves: the page says so.
+        "ignored": [str(audit_log.FILTER_LABELS[name]) for name in found.ignored],
         "filtered": bool(form.asked()),
         "other_filters": bool(set(form.asked()) - {"operation"}),
         # Each row's operation id links to the log filtered by it.
         "audit_url": reverse("batchboard:audit"),
     }
+    if found.page.first and not wants_fragment(request):
+        context["bulk_operations"] = audit_log.bulk_operations()
     return _list(request, form, found.page, present, AUDIT_LOG, context)

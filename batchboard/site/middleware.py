@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
+from batchboard.api import output
 from batchboard.site.database import explain_database_error
 from batchboard.site.security import PERMISSIONS_POLICY, builtin_csp, csp_header
 from batchboard.vocabulary import CONTROL_CHARACTERS
@@ -110,6 +111,14 @@ class ControlCharactersMiddleware:
             or any(CONTROL_CHARACTERS.search(value) for value in values)
             for key, values in request.GET.lists()
         ):
+            if "/api/v1/" in request.path:
+                # The JSON API answers in its envelope, never in text.
+                return output.failure(
+                    "unknown",
+                    "USAGE",
+                    "INVALID_VALUE",
+                    "the address holds a control character",
+                ).response()
             return HttpResponseBadRequest(
                 _("The address holds a control character."),
                 content_type="text/plain; charset=utf-8",

@@ -7,6 +7,7 @@ refuses to start without SECRET_KEY and turns on Django's HTTPS protections.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -98,6 +99,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files are answered here, before sessions and the rest.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Counts every response below it by view name and status (/metrics).
+    "batchboard.metrics.requests.RequestMetricsMiddleware",
     "batchboard.site.middleware.RequestLogMiddleware",
     "batchboard.site.middleware.SecurityHeadersMiddleware",
     *(
@@ -175,7 +178,36 @@ BATCHBOARD = {
     "DEMO": DEMO,
     "READ_DATABASES": list(_read_databases),
     "ACTION_DATABASES": _action_roles,
+    # /metrics: who may scrape it, and the jobs it names (comma separated).
+    "METRICS_TOKEN": os.environ.get("BATCHBOARD_METRICS_TOKEN", ""),
+    "METRICS_ALLOWED_NETWORKS": [
+        network.strip()
+        for network in os.environ.get("BATCHBOARD_METRICS_ALLOWED_NETWORKS", "").split(
+            ","
+        )
+        if network.strip()
+    ],
+    "METRICS_JOBS": [
+        name.strip()
+        for name in os.environ.get("BATCHBOARD_METRICS_JOBS", "").split(",")
+        if name.strip()
+    ],
 }
+# Where a failure's cause is looked up: a URL template, and (label, URL
+# template) pairs as a JSON list; checks E030 and E031 validate both.
+if os.environ.get("BATCHBOARD_FAILURE_LINK"):
+    BATCHBOARD["FAILURE_LINK"] = os.environ["BATCHBOARD_FAILURE_LINK"]
+if os.environ.get("BATCHBOARD_EXECUTION_LINKS"):
+    try:
+        BATCHBOARD["EXECUTION_LINKS"] = json.loads(
+            os.environ["BATCHBOARD_EXECUTION_LINKS"]
+        )
+    except ValueError:
+        raise SiteConfigurationError(
+            "BATCHBOARD_EXECUTION_LINKS must be a JSON list of [label, URL "
+            'template] pairs, e.g. [["Logs", "https://logs.example.org/'
+            '?q={execution_id}"]].'
+        ) from None
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

@@ -10,17 +10,18 @@ Rows get their times, ages and links from
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django import template
 from django.conf import settings
 from django.template import Context
 from django.template.base import FilterExpression, NodeList, Parser, Token
 from django.template.defaulttags import URLNode
-from django.urls import get_script_prefix, get_urlconf
+from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
-from batchboard.actions import eligibility
+from batchboard.actions import eligibility, permissions
 from batchboard.explorer.presenters import NOTHING, Clock, group_digits
 from batchboard.explorer.stamps import execution_lines, instance_lines, job_lines
 
@@ -166,3 +167,46 @@ def once_per_language(parser: Parser, token: Token) -> OncePerLanguageNode:
     nodelist = parser.parse(("endonce_per_language",))
     parser.delete_first_token()
     return OncePerLanguageNode(nodelist, vary)
+
+
+#: The actions each list offers "on all matching": executions, instances.
+_BULK_OFFERS = {
+    "executions": ("STOP", "ABANDON", "RECOVER"),
+    "unresolved": ("STOP", "ABANDON", "RECOVER"),
+    "instances": ("HOLD", "RELEASE_HOLD"),
+}
+
+
+@register.inclusion_tag("batchboard/partials/bulk_entry.html", takes_context=True)
+def bulk_entry(context: Context, source: str, job: str = "") -> dict[str, Any]:
+    """
+    Offer "Act on all matching…" for list ``source`` under its filters.
+
+    Only the actions the user may apply are offered; a user who may apply
+    none sees nothing. The links carry the list's filters (its query string
+    without the paging, or the job of an instances list).
+    """
+    request = context.get("request")
+    if request is None:
+        return {"links": []}
+    if source == "instances":
+        query = urlencode({"job": job})
+    else:
+        query = urlencode(
+            [
+                (key, value)
+                for key, values in request.GET.lists()
+                if key not in ("cursor", "size", "after")
+                for value in values
+            ]
+        )
+    links = [
+        (
+            action,
+            reverse("batchboard:bulk_plan", args=[source, action])
+            + (f"?{query}" if query else ""),
+        )
+        for action in _BULK_OFFERS[source]
+        if permissions.may(request.user, action)
+    ]
+    return {"links": links}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from django.utils import timezone
 from batchboard import actions
 from batchboard.actions import recovery
 from batchboard.digests import RecoveryArgument, epoch_ms, request_digest
+from batchboard.explorer.presenters import Clock
 from batchboard.models import JobExecution, OperatorRequest, RecoveryDecision
 from tests.actions.conftest import audit_row
 from tests.factories import actions as factories
@@ -453,3 +455,22 @@ def test_decision_update_and_audit_commit_together(
     assert (fresh.status, fresh.version, fresh.failure_category) == ("STARTED", 3, None)
     assert not RecoveryDecision.objects.exists()
     assert not OperatorRequest.objects.exists()
+
+
+def test_the_verdict_says_spans_as_the_pages_do() -> None:
+    """One humaniser: the verdict's "5 h 07 min" is the execution page's."""
+    execution = factories.execution(
+        "STARTED", updated_at=factories.ago(hours=5, minutes=7, seconds=18)
+    )
+    with override_settings(BATCHBOARD={"STALE_SECONDS": 900}):
+        proposal = actions.propose(execution.pk)
+    assert proposal.verdict_text() == (
+        f"No update for {Clock().span(proposal.inactivity_seconds)}, "
+        "more than the 15 min threshold."
+    )
+    assert proposal.verdict_text().startswith("No update for 5 h 07 min")
+    fresh = factories.execution("STARTED", updated_at=factories.ago(seconds=42))
+    assert re.match(
+        r"Updated 4\d s ago, within the 15 min threshold",
+        actions.propose(fresh.pk).verdict_text(),
+    )

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from batchboard.models import DefinitionUpgrade
+from batchboard.routers import is_own_state
 from tests.actions.conftest import admin_user, operator_user, viewer_user
 from tests.site.history import History, create_history
 
@@ -26,11 +27,12 @@ __all__ = [
     "viewer_user",
 ]
 
-#: The models the admin registers: all but the composite-key upgrade edges.
+#: The models the admin registers: all but the composite-key upgrade edges
+#: and batchboard's own state (bulk operations have their own pages).
 REGISTERED = [
     model
     for model in apps.get_app_config("batchboard").get_models()
-    if model is not DefinitionUpgrade
+    if model is not DefinitionUpgrade and not is_own_state(model)
 ]
 
 

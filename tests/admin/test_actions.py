@@ -1,11 +1,12 @@
 """
 The operator actions in the real admin site: offered by authorization class,
-a confirmation asking the reason, then per-object results.
+a confirmation asking the reason, then the bulk result page of every object.
 """
 
 from __future__ import annotations
 
 import re
+from html import unescape
 
 import pytest
 from django.contrib import admin
@@ -36,7 +37,8 @@ def _client(user: User) -> Client:
 
 
 def _hidden(html: str) -> list[tuple[str, str]]:
-    return re.findall(r'<input type="hidden" name="([\w-]+)" value="([^"]*)"', html)
+    found = re.findall(r'<input type="hidden" name="([\w-]+)" value="([^"]*)"', html)
+    return [(name, unescape(value)) for name, value in found]
 
 
 def _confirm_then_apply(
@@ -51,7 +53,7 @@ def _confirm_then_apply(
             data.setdefault(name, []).append(value)
     if reason:
         data["reason_code"] = [reason]
-    second = client.post(url, data)
+    second = client.post(url, data, follow=True)
     assert second.status_code == 200
     return second.content.decode(), _hidden(page)
 
@@ -117,8 +119,12 @@ def test_reposting_the_confirmation_replays(admin_user: User) -> None:
         name: value for name, value in _hidden(first) if name != "csrfmiddlewaretoken"
     }
     data["reason_code"] = "OPERATOR_DECISION"
-    assert "APPLIED" in client.post(url, data).content.decode()
-    assert "REPLAYED" in client.post(url, data).content.decode()
+    applied = client.post(url, data)
+    assert "APPLIED" in client.get(applied["Location"]).content.decode()
+    again = client.post(url, data, follow=True)
+    # The same bulk id: its page again, and the message counts a replay.
+    assert again.redirect_chain[0][0] == applied["Location"]
+    assert "0 applied, 1 replayed" in str(list(again.context["messages"]))
     assert OperatorRequest.objects.count() == 1
     assert JobExecution.objects.get(pk=execution.pk).status == "ABANDONED"
 
@@ -132,7 +138,7 @@ def test_a_missing_reason_is_explained_per_object(admin_user: User) -> None:
         [execution.pk],
         None,
     )
-    assert "NOT DONE" in body and "reason code is empty" in body
+    assert "was not applied" in body and "reason code is empty" in body
     assert not OperatorRequest.objects.exists()
 
 
@@ -367,7 +373,7 @@ def test_actions_work_from_a_keyset_page(admin_user: User) -> None:
         for name, value in _hidden(first.content.decode())
         if name != "csrfmiddlewaretoken"
     }
-    assert "APPLIED" in client.post(url, data).content.decode()
+    assert "APPLIED" in client.post(url, data, follow=True).content.decode()
     assert JobExecution.objects.get(pk=running.pk).stop_requested_at is not None
     assert JobExecution.objects.get(pk=newer.pk).stop_requested_at is None
 

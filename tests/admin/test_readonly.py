@@ -8,15 +8,19 @@ from types import SimpleNamespace
 import pytest
 from django.contrib import admin
 from django.contrib.admin.utils import flatten_fieldsets
-from django.test import RequestFactory
+from django.db.models import DateTimeField
+from django.test import Client, RequestFactory
+from django.urls import reverse
 
 from batchboard.admin.changelist import FIRST_PAGES, LookaheadPaginator
 from batchboard.admin.readonly import (
     EMPTY,
+    UTC_SUFFIX,
     descriptor_field,
     hex_field,
     utc_column,
 )
+from tests import factories
 from tests.admin.conftest import REGISTERED
 
 
@@ -57,9 +61,21 @@ def test_every_field_shown_is_read_only(model: type) -> None:
     model_admin = admin.site.get_model_admin(model)
     request = RequestFactory().get("/")
     assert model_admin.fields
+    shown = model_admin.get_fields(request)
     assert model_admin.get_readonly_fields(request) == flatten_fieldsets(
-        [(None, {"fields": model_admin.fields})]
+        [(None, {"fields": shown})]
     )
+    # Each timestamp is shown by its UTC field, in the dashboard's format.
+    stamps = {
+        field.name
+        for field in model._meta.concrete_fields
+        if isinstance(field, DateTimeField)
+    }
+    names = flatten_fieldsets([(None, {"fields": shown})])
+    assert not stamps & set(names)
+    assert {name for name in names if name.endswith(UTC_SUFFIX)} <= {
+        f"{stamp}{UTC_SUFFIX}" for stamp in stamps
+    }
 
 
 def test_the_lookahead_counts_a_list_as_well() -> None:
@@ -68,3 +84,38 @@ def test_the_lookahead_counts_a_list_as_well() -> None:
     assert (paginator.count, paginator.truncated) == (FIRST_PAGES * 2, True)
     short = LookaheadPaginator([1, 2, 3], per_page=2)
     assert (short.count, short.truncated, short.num_pages) == (3, False, 2)
+
+
+def test_statuses_exit_codes_and_dates_read_as_on_the_dashboard(viewer: Client) -> None:
+    """
+    The admin prints statuses as oxide-batch does, the dashboard's exit code
+    rule ("running", "no exit code recorded") and timestamps in ISO UTC.
+    """
+    factories.definition("ledger")
+    running = factories.execution(factories.instance("ledger"), "STARTED")
+    recovered = factories.execution(
+        factories.instance("ledger"), "FAILED", exit_code="UNKNOWN"
+    )
+    listed = viewer.get(reverse("admin:batchboard_jobexecution_changelist"))
+    body = listed.content.decode()
+    assert ">STARTED<" in body and ">Started<" not in body
+    assert ">running<" in body and ">no exit code recorded<" in body
+    assert "UNKNOWN</td>" not in body
+    page = viewer.get(
+        reverse("admin:batchboard_jobexecution_change", args=[running.pk])
+    ).content.decode()
+    created = running.created_at.astimezone(dt.UTC)
+    assert f"{created:%Y-%m-%d}\u00a0{created:%H:%M:%S}Z" in page
+    assert " a.m." not in page and " p.m." not in page
+    assert '<div class="readonly">running</div>' in page
+    assert '<div class="readonly">STARTED</div>' in page
+    page = viewer.get(
+        reverse("admin:batchboard_jobexecution_change", args=[recovered.pk])
+    ).content.decode()
+    assert '<div class="readonly">no exit code recorded</div>' in page
+    instances = viewer.get(
+        reverse("admin:batchboard_jobinstance_changelist")
+    ).content.decode()
+    made = running.job_instance.created_at.astimezone(dt.UTC)
+    assert f"{made:%Y-%m-%d}\u00a0{made:%H:%M:%S}Z" in instances
+    assert " a.m." not in instances and " p.m." not in instances

@@ -117,7 +117,8 @@ def test_administrator_places_a_hold_in_the_admin_and_sees_the_badge(
     assert "DESTRUCTIVE" in page.inner_text("#content").upper()
     page.select_option("#bb-admin-reason", "LEGAL_HOLD")
     page.click("input[type=submit][value^='Yes']")
-    page.wait_for_selector("td strong:text('APPLIED')")
+    # The admin's actions show the bulk result page, every item's outcome.
+    page.wait_for_selector("tr.bb-bulk-item:has-text('APPLIED')")
     held = JobInstance.objects.get(pk=instance.pk)
     assert (held.hold_actor, held.hold_reason) == ("user:administrator", "LEGAL_HOLD")
     page.goto(f"{live_server.url}/instances/{instance.pk}/")

@@ -43,7 +43,8 @@ def test_log_in_and_drill_from_overview_to_step(page: Any, live_server: Any) -> 
     log_in(page, live_server)
     page.click("table a:text('nightly-import')")
     page.wait_for_selector("h1:has-text('Job')")
-    page.click(f"a:text('#{seeded['instance'].pk}')")
+    # The instance list's link (the steps grid above labels runs "#id day").
+    page.click(f"#bb-rows a:text-is('#{seeded['instance'].pk}')")
     page.wait_for_selector(f"h1:has-text('Instance #{seeded['instance'].pk}')")
     page.click(f"a:text('#{seeded['execution'].pk}')")
     page.wait_for_selector(f"h1:has-text('Execution #{seeded['execution'].pk}')")

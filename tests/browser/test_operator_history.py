@@ -73,7 +73,10 @@ def test_job_page_shows_trend_and_grid(page: Any, live_server: Any) -> None:
     executions = seed_job("nightly-import")
     sign_in(page, live_server, "/jobs/nightly-import/")
     page.wait_for_selector("svg.bb-trend-chart")
-    assert page.locator("svg.bb-trend-chart rect").count() == 40
+    assert page.locator("svg.bb-trend-chart rect.bb-trend-bar").count() == 40
+    # The run still going after an hour is past 1.5 x p95: drawn clipped.
+    assert page.locator("rect.bb-trend-bar--clipped").count() == 1
+    assert page.locator("rect.bb-trend-clip").count() == 1
     assert page.locator(".bb-trend-line--median").count() == 1
     box = page.locator("svg.bb-trend-chart").bounding_box()
     assert box is not None and box["width"] > 600 and box["height"] > 60

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
+from django.db import connection
 from django.template.loader import render_to_string
 from django.test import Client, RequestFactory
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from batchboard import actions
@@ -761,3 +764,45 @@ def test_dialogs_vary_on_htmx(admin_user: User) -> None:
     client = _client(admin_user)
     for headers in ({}, HTMX):
         assert "HX-Request" in client.get(url, headers=headers)["Vary"]
+
+
+def test_the_plan_reviews_each_candidate_s_status_end_and_age(
+    admin_user: User,
+) -> None:
+    """The survey's own statement reads them: no statement per candidate."""
+    failed = factories.execution("FAILED", updated_at=factories.ago(days=40))
+    completed = [
+        factories.execution("COMPLETED", updated_at=factories.ago(days=50))
+        for _ in range(3)
+    ]
+    failed.refresh_from_db()
+    assert failed.ended_at is not None
+    client = _client(admin_user)
+    _plan_page(client)
+    with CaptureQueriesContext(connection) as one:
+        html = _plan_page(client, statuses=["FAILED"])
+    with CaptureQueriesContext(connection) as four:
+        _plan_page(client)
+    assert len(one) == len(four)
+    html = _plan_page(client)
+    for header in ("Status", "Ended (UTC)", "Age", "Version"):
+        assert f">{header}</th>" in html
+    row = html.split(f'<a href="/executions/{failed.pk}/">', 1)[1].split("</tr>")[0]
+    assert '<span class="bb-status bb-status--bad">FAILED</span>' in row
+    ended = failed.ended_at.astimezone(UTC).isoformat()
+    assert f'<time datetime="{ended}"' in row
+    assert f">{ended[:10]} {ended[11:19]}Z</time>" in row
+    assert "40 d 0 h" in row
+    later = html.split(f'<a href="/executions/{completed[0].pk}/">', 1)[1]
+    assert "COMPLETED" in later.split("</tr>")[0]
+    assert "50 d 0 h" in later.split("</tr>")[0]
+
+
+def test_one_name_for_the_purge_page(viewer_user: User) -> None:
+    body = _client(viewer_user).get(reverse("batchboard:purge_plan")).content.decode()
+    assert "<title>Purge ·" in body and "<h1>Purge</h1>" in body
+    nav = body.split('class="bb-nav"', 1)[1].split("</nav>", 1)[0]
+    assert 'aria-current="page">Purge</a>' in nav
+    assert "Retention" not in nav and "Purge history" not in body
+    # The job field shows the whole name: it grows with it.
+    assert 'class="bb-job-name" name="job_name"' in body

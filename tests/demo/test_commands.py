@@ -13,6 +13,7 @@ GATED = (
     "batchboard_simulate",
     "batchboard_example_job",
     "batchboard_demo_login",
+    "batchboard_demo_alerts",
 )
 #: The benchmarks measure; only seeding (through batchboard_seed) writes.
 UNGATED = ("batchboard_benchmark", "batchboard_benchmark_admin")

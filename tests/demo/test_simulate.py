@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import threading
 from io import StringIO
@@ -10,8 +11,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from batchboard.demo import seed
 from batchboard.demo.audit import Operator
-from batchboard.demo.runs import RunPlan
+from batchboard.demo.catalogue import job
+from batchboard.demo.runs import InstanceMemory, JobRun, RunPlan
 from batchboard.demo.simulate import Simulator
 from batchboard.demo.verify import check_history
 from batchboard.models import JobExecution, StepExecution
@@ -117,3 +120,77 @@ def test_the_command_exits_cleanly_on_sigterm() -> None:
     finally:
         timer.cancel()
     assert "Stopped after" in out.getvalue()
+
+
+def _outsider(repository: JobRepository, serial: int, units: int) -> int:
+    """Run a job outside the simulator for ``units`` units (a seeded run)."""
+    spec = job("customer-email-digest")
+    run = JobRun(
+        repository,
+        spec,
+        spec.revisions[-1],
+        spec.parameters(serial, repository.now()),
+        plan=RunPlan(),
+        memory=InstanceMemory(volume=500),
+        rng=random.Random(serial),
+    )
+    for _ in range(units):
+        run.advance()
+    return run.execution_id
+
+
+def test_a_stop_on_an_execution_it_did_not_start_completes() -> None:
+    lines: list[str] = []
+    simulator = _simulator(lines)
+    simulator.next_launch = float("inf")
+    repository = simulator.repository
+    started = _outsider(repository, 1, 3)  # STARTED, owned by another process
+    starting = _outsider(repository, 2, 1)  # STARTING, never claimed
+    simulator.launches = 1  # the session's vanishing launch comes next
+    vanishing = simulator.launch("fx-rates-refresh")
+    for _ in range(10):
+        simulator.tick()
+    assert vanishing in simulator.vanished
+    ids = [started, starting, vanishing.run.execution_id]
+    operator = Operator(repository, actor="ops@example.org", prefix="w")
+    for execution in JobExecution.objects.filter(pk__in=ids):
+        assert execution.status in ("STARTING", "STARTED")
+        outcome = operator.stop(execution.pk, execution.version)
+        assert outcome.recorded_outcome == "APPLIED"
+    simulator.tick()
+    simulator.tick()
+    assert (
+        sorted(JobExecution.objects.filter(pk__in=ids).values_list("status", flat=True))
+        == ["STOPPED"] * 3
+    )
+    assert not StepExecution.objects.filter(
+        job_execution_id__in=ids, status__in=("STARTING", "STARTED", "STOPPING")
+    ).exists()
+    assert sum("STOPPED (stop requested)" in line for line in lines) == 3
+    assert check_history() == []
+
+
+def test_every_stop_in_a_seeded_demo_completes() -> None:
+    seed.seed(instances=60, seed=5)
+    active = ("STARTING", "STARTED", "STOPPING")
+    # The seeder leaves runs in flight, some with a stop request.
+    assert JobExecution.objects.filter(
+        status__in=active, stop_requested_at__isnull=False
+    ).exists()
+    simulator = _simulator([])
+    simulator.next_launch = float("inf")
+    simulator.tick()
+    simulator.tick()
+    assert not JobExecution.objects.filter(
+        status__in=active, stop_requested_at__isnull=False
+    ).exists()
+    # And a stop placed now on any run left, fresh or stale, completes too.
+    operator = Operator(simulator.repository, actor="ops@example.org", prefix="s")
+    running = list(JobExecution.objects.filter(status__in=("STARTING", "STARTED")))
+    assert running
+    for execution in running:
+        operator.stop(execution.pk, execution.version)
+    simulator.tick()
+    simulator.tick()
+    assert not JobExecution.objects.filter(status__in=active).exists()
+    assert check_history() == []

@@ -21,6 +21,7 @@ DEMO_COMMANDS = (
     "batchboard_benchmark",
     "batchboard_benchmark_admin",
     "batchboard_benchmark_replicas",
+    "batchboard_demo_alerts",
     "batchboard_demo_login",
     "batchboard_example_job",
     "batchboard_loadtest",

@@ -101,4 +101,4 @@ def test_host_site_serves_the_admin_from_the_installed_wheel(
         "/ops/batch/ 200; signed out 200 batchboard\n"
     ) in output
     # Only batchboard's own command: no seed, simulator, demo login or benchmark.
-    assert "batchboard commands: batchboard_groups\n" in output
+    assert "batchboard commands: batchboard_groups batchboard_watch\n" in output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.core.management import call_command, get_commands
@@ -68,6 +69,8 @@ def test_benchmark_seeds_and_prints_every_page(
         "executions ?status=FAILED",
         "executions ?status=UNKNOWN",
         "executions ?status=STARTING",
+        "executions ?status=active (several)",
+        "executions ?status=finished (several)",
         "executions ?job=orders-etl",
         "(rare)",
         "rare job",
@@ -76,6 +79,7 @@ def test_benchmark_seeds_and_prints_every_page(
         "execution (steps, decisions)",
         "step (partitions)",
         "purge plan orders-etl",
+        "bulk plan ABANDON, 1,000 FAILED items",
     ):
         assert page in report
     assert "executions, " in report and "History (" in report
@@ -83,6 +87,8 @@ def test_benchmark_seeds_and_prints_every_page(
     assert "Against the strict floor" in report
     assert "the minimal keyset view" in report
     assert "Purge plan:" in report
+    assert "Bulk plan:" in report
+    assert re.search(r"Apply ABANDON to [\d,]+ executions: one bulk apply", report)
     # A second run reuses the history instead of seeding again.
     again = io.StringIO()
     call_command(

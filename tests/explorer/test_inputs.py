@@ -6,6 +6,7 @@ import pytest
 from django import forms
 from django.test import RequestFactory
 
+from batchboard import vocabulary
 from batchboard.explorer import inputs
 from batchboard.web import BadInput
 
@@ -22,7 +23,36 @@ def test_blank_inputs_take_their_defaults() -> None:
     assert form.token is None
     assert form.age_seconds == 900
     executions = _read(inputs.ExecutionsForm, status="", job="")
-    assert (executions.status_filter, executions.job_filter) == ("", "")
+    assert (executions.statuses, executions.job_filter) == ((), "")
+
+
+def _statuses(*values: str) -> tuple[str, ...]:
+    return inputs.read(
+        inputs.ExecutionsForm, FACTORY.get("/", {"status": list(values)})
+    ).statuses
+
+
+def test_statuses_are_read_in_any_case_and_in_the_schema_s_order() -> None:
+    assert _statuses("failed") == ("FAILED",)
+    assert _statuses("Completed", "FAILED", "failed") == ("FAILED", "COMPLETED")
+    assert _statuses("stopped,failed") == ("STOPPED", "FAILED")
+
+
+def test_status_shortcuts_name_the_vocabulary_s_sets() -> None:
+    assert _statuses("active") == vocabulary.STATUS_SETS["active"]
+    assert _statuses("FINISHED") == vocabulary.FINISHED
+    assert _statuses("finished", "UNKNOWN") == (*vocabulary.FINISHED, "UNKNOWN")
+    # Every status is no filter at all: the unfiltered list and its cursor.
+    assert _statuses("active", "finished") == ()
+    assert _statuses("", " ") == ()
+
+
+def test_an_unknown_status_among_several_is_refused() -> None:
+    with pytest.raises(BadInput) as raised:
+        _statuses("FAILED", "RUNNING")
+    assert raised.value.param == "status"
+    assert "active, finished" in raised.value.message
+    assert "RUNNING" not in raised.value.message
 
 
 @pytest.mark.parametrize(

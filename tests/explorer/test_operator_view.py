@@ -21,7 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from batchboard.digests import JobParameter
-from batchboard.explorer import links, presenters, relations
+from batchboard.explorer import links, presenters, relations, trends
 from batchboard.models import JobExecution, StepExecution
 from batchboard.vocabulary import PARTITION_WORKER_PREFIX
 from tests import factories
@@ -564,3 +564,109 @@ def test_job_instance_and_execution_pages_link_the_jobs_audit_log(
         reverse("batchboard:execution", args=[execution.pk]),
     ):
         assert audit in _get(reader, url), url
+
+
+def recovered_run() -> tuple[JobExecution, StepExecution]:
+    """
+    An execution recovered as FAILED 40 days after it was created: its steps
+    were last seen 2 h after the start, its exit code is still the one it
+    was created with.
+    """
+    factories.definition("ledger")
+    created = factories.now() - timedelta(days=40)
+    execution = factories.execution(
+        factories.instance("ledger"),
+        "FAILED",
+        created_at=created,
+        duration=timedelta(days=40),
+        exit_code="UNKNOWN",
+        failure=("STALE_RECOVERED", 41),
+    )
+    factories.step(execution, "extract", "COMPLETED", duration=timedelta(minutes=20))
+    left = factories.step(execution, "load", "STARTED")
+    StepExecution.objects.filter(pk=left.pk).update(
+        updated_at=left.started_at + timedelta(hours=2)
+    )
+    return execution, StepExecution.objects.get(pk=left.pk)
+
+
+def test_a_recovered_execution_s_duration_is_unknown_with_its_bounds(
+    reader: Client,
+) -> None:
+    execution, left = recovered_run()
+    page = _get(reader, reverse("batchboard:execution", args=[execution.pk]))
+    facts = page[page.index("Duration</dt><dd>") :]
+    facts = facts[: facts.index("</dd>")]
+    start = execution.started_at.strftime("%Y-%m-%d %H:%M:%SZ")
+    end = execution.ended_at.strftime("%Y-%m-%d %H:%M:%SZ")
+    assert facts == (
+        f'Duration</dt><dd>unknown <span class="bb-muted">(started {start}; its end '
+        f"was recorded at {end} by a recovery, not by the run)</span>"
+    )
+    exit_cell = page[page.index("Exit code</dt><dd>") :]
+    assert exit_cell.startswith(
+        'Exit code</dt><dd><span class="bb-muted">no exit code recorded</span>'
+    )
+    # The step it left STARTED says its duration is unknown, seen until when.
+    row = page[page.index(f'id="bb-step-{left.pk}"') :]
+    row = row[: row.index("</tr>")]
+    seen = left.updated_at.strftime("%Y-%m-%d %H:%M:%SZ")
+    assert (
+        f'title="started {left.started_at.strftime("%Y-%m-%d %H:%M:%SZ")}; '
+        f'last update {seen}, then left STARTED">unknown</td>'
+    ) in row
+    # Its timeline spans the steps' own two hours, not the 40 days.
+    present = presenters.Presenter()
+    found = JobExecution.objects.values().get(pk=execution.pk)
+    steps = present.steps(
+        [
+            {
+                **StepExecution.objects.values().get(pk=left.pk),
+                "partitions_total": 0,
+                "partitions_done": 0,
+            }
+        ],
+        found,
+    )
+    (bar,) = present.timeline(found, steps)
+    assert bar.width == 100.0 and bar.duration == "unknown"
+    listed = _get(reader, reverse("batchboard:executions") + "?status=FAILED")
+    cell = listed[listed.index(f'id="bb-execution-{execution.pk}"') :]
+    assert (
+        f'<td class="bb-num" title="started {start}; its end was recorded at '
+        f'{end} by a recovery, not by the run">unknown</td>'
+    ) in cell[: cell.index("</tr>")]
+
+
+def test_a_recovered_execution_has_no_bar_in_the_trend(db: None) -> None:
+    execution, _ = recovered_run()
+    factories.execution(factories.instance("ledger"), "COMPLETED")
+    history = trends.job_history("ledger", presenters.Clock())
+    drawn = history["trend"]
+    assert drawn.unknown == 1 and drawn.unstarted == 0
+    recovered = next(bar for bar in drawn.bars if bar.run["id"] == execution.pk)
+    assert recovered.height == 0 and recovered.duration == "unknown"
+    assert drawn.p95 == "3 min 00 s"
+
+
+def test_an_unknown_execution_s_duration_is_unknown_since_its_last_update(
+    reader: Client,
+) -> None:
+    factories.definition("ledger")
+    created = factories.now() - timedelta(days=3)
+    execution = factories.execution(
+        factories.instance("ledger"),
+        "UNKNOWN",
+        created_at=created,
+        updated_at=created + timedelta(minutes=5),
+    )
+    page = _get(reader, reverse("batchboard:execution", args=[execution.pk]))
+    facts = page[page.index("Duration</dt><dd>") :]
+    seen = execution.updated_at.strftime("%Y-%m-%d %H:%M:%SZ")
+    assert facts[: facts.index("</dd>")].endswith(
+        f"last update {seen}, then left UNKNOWN)</span>"
+    )
+    assert facts.startswith("Duration</dt><dd>unknown ")
+    listed = _get(reader, reverse("batchboard:executions") + "?status=UNKNOWN")
+    cell = listed[listed.index(f'id="bb-execution-{execution.pk}"') :]
+    assert ">unknown</td>" in cell[: cell.index("</tr>")]

@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard.explorer import overview, queries
+from batchboard.explorer import overview, queries, relations
 from tests import factories
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -78,6 +78,10 @@ LISTS = {
         lambda d: reverse("batchboard:executions"),
         lambda d, t: queries.recent_executions("", "", 1, t),
     ),
+    "statuses": (
+        lambda d: reverse("batchboard:executions") + "?status=failed&status=completed",
+        lambda d, t: queries.recent_executions(("FAILED", "COMPLETED"), "", 1, t),
+    ),
     "execution": (
         lambda d: reverse("batchboard:execution", args=[d["parent"].pk]),
         lambda d, t: queries.steps(d["parent"].pk, 1, t),
@@ -104,16 +108,17 @@ def test_statements_per_page_do_not_grow(
     url_of, fetch = LISTS[name]
     url = url_of(deep)
     reader.get(url)  # warm the session and permission caches alike for every run
-    small, _ = _count(reader, url + "?size=1")
-    large, statements = _count(reader, url + "?size=500")
+    url += "&" if "?" in url else "?"
+    small, _ = _count(reader, url + "size=1")
+    large, statements = _count(reader, url + "size=500")
     assert small == large
     counts = set()
     for depth in (1, 3, 6):
         token = _deep_cursor(lambda t: fetch(deep, t), depth)
-        count, more = _count(reader, f"{url}?size=1&cursor={token}", **HTMX)
+        count, more = _count(reader, f"{url}size=1&cursor={token}", **HTMX)
         counts.add(count)
         statements += more
-        plain, more = _count(reader, f"{url}?size=1&cursor={token}")
+        plain, more = _count(reader, f"{url}size=1&cursor={token}")
         counts.add(plain - small)
         statements += more
     assert len(counts) <= 2, counts
@@ -213,3 +218,70 @@ def test_running_counts_read_the_unresolved_executions_and_no_instance(
     assert "ob_job_execution_one_unresolved" in plan, plan
     assert "Seq Scan on ob_job_execution" not in plan, plan
     assert "ob_job_instance" not in plan, plan
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize(
+    "statuses",
+    [("STARTED", "UNKNOWN"), ("STOPPED", "COMPLETED")],
+    ids=["rare", "common"],
+)
+def test_several_statuses_walk_each_status_and_stop(
+    db: None, statuses: tuple[str, ...]
+) -> None:
+    """
+    Each status is a limited walk of its own, merged by id: a rare set never
+    reads the common rows, nor a common set sorts all of them.
+    """
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    definition = factories.definition("busy-job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_execution (job_instance_id, definition_id, attempt, "
+            "status, exit_code, parameters, context_format, context_schema, "
+            "context_schema_version, context_payload, created_at, started_at, "
+            "ended_at, updated_at, version) SELECT id, %s, 1, s, s, "
+            "'{}'::jsonb, 1, 'x', 1, '{}'::jsonb, now(), now(), "
+            "CASE WHEN id %% 1000 IN (0, 1) THEN NULL ELSE now() END, now(), 0 "
+            "FROM (SELECT id, CASE WHEN id %% 1000 = 0 THEN 'STARTED' "
+            "WHEN id %% 1000 = 1 THEN 'UNKNOWN' WHEN id %% 7 = 0 THEN 'STOPPED' "
+            "ELSE 'COMPLETED' END AS s FROM ob_job_instance) AS i",
+            [definition.pk],
+        )
+        cursor.execute("ANALYZE ob_job_execution")
+    first = queries.recent_executions(statuses, "", 2)
+    assert len(first.rows) == 2 and first.next_cursor
+    for token in (None, first.next_cursor):
+        plan = _plan_of(
+            lambda token=token: queries.recent_executions(statuses, "", 2, token)
+        )
+        assert "Seq Scan on ob_job_execution" not in plan, plan
+        # The walks, appended, each under its own limit; the page's rows
+        # are the newest of their few ids.
+        assert plan.startswith("Limit") and "Append" in plan, plan
+        walks = plan.split("Append", 1)[1]
+        assert walks.count("status)::text = ") == len(statuses), plan
+
+
+@pytest.mark.postgresql
+def test_a_failure_s_latest_attempt_is_an_index_lookup(db: None) -> None:
+    """The attention panel asks each failure shown for its instance's last attempt."""
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    definition = factories.definition("busy-job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_execution (job_instance_id, definition_id, attempt, "
+            "status, exit_code, parameters, context_format, context_schema, "
+            "context_schema_version, context_payload, failure_category, failure_id, "
+            "created_at, started_at, ended_at, updated_at, version) SELECT id, %s, "
+            "1, 'FAILED', 'FAILED', '{}'::jsonb, 1, 'x', 1, '{}'::jsonb, "
+            "'USER_COMPONENT', id, now(), now(), now(), now(), 0 "
+            "FROM ob_job_instance",
+            [definition.pk],
+        )
+        cursor.execute("ANALYZE ob_job_execution")
+    failures = queries.recent_failures(50)
+    assert len(failures) == 50
+    plan = _plan_of(lambda: relations.latest_attempts(failures))
+    assert "Seq Scan on ob_job_execution" not in plan, plan
+    assert "ob_job_execution_instance_latest" in plan, plan

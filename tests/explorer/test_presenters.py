@@ -133,6 +133,8 @@ def test_a_trail_links_every_crumb_but_the_page_itself() -> None:
         ("FAILED", "NOOP", False, "NOOP", False),
         # A finished partition may have no exit code at all.
         ("COMPLETED", None, False, "—", False),
+        # A recovered execution keeps the creation placeholder: not a status.
+        ("FAILED", "UNKNOWN", False, "no exit code recorded", True),
     ],
 )
 def test_an_unresolved_run_shows_no_exit_code(

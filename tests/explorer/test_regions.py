@@ -58,6 +58,10 @@ def _arguments(history: History) -> dict[str, Any]:
         "step_id": history.partitioned.pk,
         "partition_id": partition.pk,
         "job_name": history.instance.job_name,
+        "source": "executions",
+        "action": "ABANDON",
+        "bulk_id": "bulk-none",
+        "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
     }
 
 

@@ -23,7 +23,7 @@ from django.urls import reverse
 
 from batchboard import cursors, vocabulary
 from batchboard.actions import purge
-from batchboard.explorer import overview, queries, trends
+from batchboard.explorer import overview, queries, relations, trends
 from batchboard.models import JobExecution, JobInstance
 from tests import factories
 
@@ -194,20 +194,22 @@ def test_every_status_filter_reads_one_index_range(
 
 
 @pytest.mark.parametrize("job", ["busy-job", "rare-job"])
-@pytest.mark.parametrize("status", ["", "FAILED", "COMPLETED"])
+@pytest.mark.parametrize("status", ["", "FAILED", "COMPLETED", "FAILED,COMPLETED"])
 def test_the_job_filter_walks_the_job_s_instances(
     reader: Client, history: dict[str, Any], job: str, status: str
 ) -> None:
     url = f"{reverse('batchboard:executions')}?job={job}&status={status}"
+    # Several statuses are compared unindexed too, as an IN list.
+    chosen = tuple(status.split(",")) if status else ()
     deep = cursors.encode(
-        cursors.recent_executions(status, job),
+        cursors.recent_executions(chosen, job),
         50,
         cursors.Ordered(history["max_instance"] - 3, 1),
         history["max_execution"],
     )
     for page in (url, f"{url}&cursor={deep}"):
         with CaptureQueriesContext(connection) as captured:
-            queries.recent_executions(status, job, 50, None if page == url else deep)
+            queries.recent_executions(chosen, job, 50, None if page == url else deep)
         (statement,) = captured.captured_queries
         lines = _plan(statement["sql"])
         assert not _unbounded(lines), lines
@@ -337,3 +339,59 @@ def test_the_purge_deletes_and_clears_citations_on_indexes(
         sql for sql in plans if sql.startswith("DELETE FROM ob_job_instance")
     ]
     assert any("bb_operator_request_instance" in line for line in plans[instances])
+
+
+@pytest.mark.parametrize("chosen", ["active", "finished", "failed,stopped"])
+def test_several_statuses_walk_each_status_by_id_and_stop_at_the_page(
+    reader: Client, history: dict[str, Any], chosen: str
+) -> None:
+    """
+    One walk of the (status, id) index per status chosen, each limited.
+
+    The page is the newest of the walks' ids, read off the primary key
+    without sorting, first page and deep alike: a set of common statuses
+    costs what one does, and a set of rare ones never walks the others.
+    """
+    statuses = tuple(
+        status
+        for status in vocabulary.STATUSES
+        if status in vocabulary.STATUS_SETS.get(chosen, chosen.upper().split(","))
+    )
+    deep = cursors.encode(
+        cursors.recent_executions(statuses, ""),
+        50,
+        cursors.Identity(history["max_execution"] // 2),
+        history["max_execution"],
+    )
+    for token in (None, deep):
+        with CaptureQueriesContext(connection) as captured:
+            queries.recent_executions(statuses, "", 50, token)
+        (statement,) = captured.captured_queries
+        lines = _plan(statement["sql"])
+        assert not _unbounded(lines), lines
+        assert not any("TEMP B-TREE" in line for line in lines), lines
+        walk = "USING COVERING INDEX bb_execution_status_identity (status=? AND id<?)"
+        walks = [line for line in lines if walk in line]
+        assert len(walks) == len(statuses), "\n".join(lines)
+        assert statement["sql"].count("LIMIT 50") == len(statuses) + 1
+    url = f"{reverse('batchboard:executions')}?status={chosen}"
+    for page in (url, f"{url}&cursor={deep}"):
+        _assert_bounded(lambda page=page: _get(reader, page))
+
+
+def test_the_attention_panel_looks_up_each_failure_s_latest_attempt(
+    reader: Client, history: dict[str, Any]
+) -> None:
+    """Whether a restart resolved a failure: index lookups per failure shown."""
+    failures = queries.recent_failures(vocabulary.ATTENTION_FAILURES)
+    assert failures
+    (plan,) = _assert_bounded(lambda: relations.latest_attempts(failures))
+    text = "\n".join(plan)
+    assert "ob_job_execution_instance_latest (job_instance_id=?" in text, plan
+    assert relations.latest_attempts(failures)
+
+    def panel() -> None:
+        response = reader.get(reverse("batchboard:attention"), HTTP_HX_REQUEST="true")
+        assert response.status_code == 200
+
+    _assert_bounded(panel)

@@ -54,19 +54,36 @@ def _shaped_rows() -> list[dict[str, Any]]:
                 owner_recorded=pk % 2 == 0,
             )
         )
+    # Recovered: its end declared, no exit code recorded, duration unknown.
+    rows.append(
+        execution_row(
+            id=len(rows) + 1,
+            status="FAILED",
+            job_name="recovered",
+            ended_at=ended,
+            exit_code="UNKNOWN",
+            failure_category="STALE_RECOVERED",
+            failure_id=77,
+        )
+    )
     return rows
 
 
 @pytest.mark.parametrize("triage", [False, True])
 @pytest.mark.parametrize("may", [False, True])
+@pytest.mark.parametrize("linked", [False, True])
 def test_stamped_execution_rows_are_the_row_template_rendered(
-    triage: bool, may: bool
+    triage: bool, may: bool, linked: bool
 ) -> None:
     """execution_lines gives what rendering execution_row.html with the rows gives."""
     from django.template.loader import render_to_string
 
     present = Presenter(NOW)
-    rows = present.executions(_shaped_rows(), triage=triage)
+    # With a FAILURE_LINK, failed rows carry their cause link (cause.py).
+    link = "https://logs.example.org/?job={job}&id={failure_id}"
+    with override_settings(BATCHBOARD={"FAILURE_LINK": link} if linked else {}):
+        rows = present.executions(_shaped_rows(), triage=triage)
+    assert any("failure_link" in row for row in rows) is linked
     present.restarts(rows, {5: {"id": 99, "status": "COMPLETED"}})
     settings = {"triage": triage, "may_stop": may, "may_recover": may}
     expected = render_to_string(
@@ -82,6 +99,7 @@ def test_stamped_execution_rows_are_the_row_template_rendered(
     assert rows_of(stamped) == rows_of(expected)
     assert stamped.count("<tr ") == len(rows) == expected.count("<tr ")
     assert "&lt;job &amp; 1&gt;" in stamped and "bbslot" not in stamped
+    assert 'by a recovery, not by the run">unknown</td>' in stamped
 
 
 OVERRIDDEN_ROW = (

@@ -62,6 +62,12 @@ PAGES: dict[str, Callable[[History, str | None], queries.Page]] = {
     "all": lambda h, token: queries.recent_executions("", "", 2, token),
     "status": lambda h, token: queries.recent_executions("FAILED", "", 1, token),
     "job": lambda h, token: queries.recent_executions("", "nightly-import", 2, token),
+    "statuses": lambda h, token: queries.recent_executions(
+        ("FAILED", "COMPLETED"), "", 1, token
+    ),
+    "statuses of a job": lambda h, token: queries.recent_executions(
+        ("FAILED", "COMPLETED"), "nightly-import", 1, token
+    ),
     "instances": lambda h, token: queries.instances("nightly-import", 1, token),
     "steps": lambda h, token: queries.steps(h.restart.pk, 1, token),
     "flow": lambda h, token: queries.flow_decisions(h.failed.pk, 1, token),

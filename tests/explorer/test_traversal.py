@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from batchboard import vocabulary
 from batchboard.explorer import overview, queries
 from batchboard.models import JobExecution, JobInstance, StepExecution
 from tests import factories
@@ -146,14 +147,26 @@ def test_instance_executions(many: dict[str, Any], size: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "job"), [("", ""), ("FAILED", ""), ("", "job-01"), ("STARTED", "job-01")]
+    ("status", "job"),
+    [
+        ("", ""),
+        ("FAILED", ""),
+        ("", "job-01"),
+        ("STARTED", "job-01"),
+        # Several statuses: one walk per status, merged by id.
+        (("FAILED", "COMPLETED"), ""),
+        (vocabulary.UNRESOLVED, ""),
+        (("STARTED", "FAILED"), "job-01"),
+    ],
 )
 @pytest.mark.parametrize("size", [1, 3])
 def test_recent_executions(
-    many: dict[str, Any], status: str, job: str, size: int
+    many: dict[str, Any], status: str | tuple[str, ...], job: str, size: int
 ) -> None:
     queryset = JobExecution.objects.all()
-    if status:
+    if isinstance(status, tuple):
+        queryset = queryset.filter(status__in=status)
+    elif status:
         queryset = queryset.filter(status=status)
     if job:
         queryset = queryset.filter(job_instance__job_name=job)

@@ -229,3 +229,29 @@ def test_trend_and_grid_markup_carry_each_run_s_own_values() -> None:
     assert 'title="&lt;load&gt; · FAILED (#20)"' in row.markup
     assert row.markup.count("<td>") == 2 and "bb-grid-cell--none" in row.markup
     assert "bbslot" not in drawn.markup + row.markup
+
+
+def test_a_step_its_finished_run_left_unresolved_is_not_drawn_running() -> None:
+    runs = [_run(20, "FAILED", 5), _run(10, "STARTED", 5)]
+    steps = [
+        {"id": 3, "job_execution_id": 20, "step_name": "load", "status": "STARTED"},
+        {"id": 1, "job_execution_id": 10, "step_name": "load", "status": "STARTED"},
+    ]
+    (row,) = trends.grid(runs, steps).rows
+    assert [cell and cell["tone"] for cell in row.cells] == ["active", "muted"]
+    assert "bb-grid-cell--active" in row.markup and "bb-grid-cell--muted" in row.markup
+
+
+def test_a_20x_outlier_is_clipped_and_the_axis_dates_the_runs() -> None:
+    runs = [_run(pk, "COMPLETED", 60 + pk % 5) for pk in range(30, 0, -1)]
+    runs[10] = _run(20, "FAILED", 1200)
+    drawn = trends.trend(runs, Clock(NOW))
+    (clipped,) = [bar for bar in drawn.bars if bar.clipped]
+    assert clipped.run["id"] == 20 and clipped.height == trends.HEIGHT
+    assert drawn.clipped == 1 and drawn.scale == "1 min 36 s"
+    heights = sorted(bar.height for bar in drawn.bars)
+    assert heights[len(heights) // 2] >= 0.25 * trends.HEIGHT
+    assert "clipped at the top of the scale, 1 min 36 s" in drawn.markup
+    assert "#20 FAILED · 20 min 00 s" in drawn.markup
+    assert [tick.day for tick in drawn.ticks] == ["2026-03-01"] * 5
+    assert [tick.run_id for tick in drawn.ticks] == [1, 8, 15, 23, 30]

@@ -29,7 +29,9 @@ def _ids(settings: object) -> list[str]:
     [
         ({"READ_DATABASES": "replica"}, ["batchboard.E007"]),
         ({"READ_DATABASES": ["nowhere"]}, ["batchboard.E007"]),
-        ({"READ_DATABASES": ["default"]}, ["batchboard.E007"]),
+        # The site's own database as a replica: batchboard's own state
+        # (STATE_DATABASE, "default") would sit on it too.
+        ({"READ_DATABASES": ["default"]}, ["batchboard.E007", "batchboard.E017"]),
         ({"STATEMENT_TIMEOUT_MS": 0}, ["batchboard.E008"]),
         ({"STATEMENT_TIMEOUT_MS": 86_400_001}, ["batchboard.E008"]),
         ({"STATEMENT_TIMEOUT_MS": "30s"}, ["batchboard.E008"]),

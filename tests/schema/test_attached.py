@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,11 @@ def test_migrate_leaves_a_separate_metadata_database_untouched(
     assert result.returncode == 0, result.output
     assert "Applying auth.0001_initial" in result.stdout
     assert _catalog(oxide_batch_database) == before
+    # batchboard's own state went to the site's database instead.
+    site = sqlite3.connect(tmp_path / "site.sqlite3")
+    tables = {row[0] for row in site.execute("SELECT name FROM sqlite_master")}
+    site.close()
+    assert {"batchboard_bulk_operation", "batchboard_bulk_item"} <= tables
 
 
 def test_migrate_with_both_databases_on_postgresql(oxide_batch_database: str) -> None:
@@ -69,6 +75,7 @@ def test_migrate_with_both_databases_on_postgresql(oxide_batch_database: str) ->
         assert login.returncode == 0, login.output
     assert "django_migrations" in created
     assert "auth_permission" in created
+    assert {"batchboard_bulk_operation", "batchboard_bulk_item"} <= created
     assert _catalog(oxide_batch_database) == before
 
 
@@ -104,11 +111,13 @@ def test_migrate_with_metadata_in_the_default_database(tmp_path: Path) -> None:
         created = set(after["relations"]) - set(before["relations"])
         assert {r[0] for r in created} == {"public"}
         assert ("public", "django_migrations", "r") in created
-        # Django's tables and the standalone site's own (sign-in counts),
+        # Django's tables and batchboard's own state (bulk operations),
         # never in the oxide_batch schema.
         assert all(
-            r[1].startswith(("django_", "auth_", "batchboard_site_")) for r in created
+            r[1].startswith(("django_", "auth_", "batchboard_", "bb_bulk_"))
+            for r in created
         )
+        assert ("public", "batchboard_bulk_item", "r") in created
         check = manage("check", "--database", "default", env=env)
         assert check.returncode == 0, check.output
 

@@ -131,7 +131,13 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
         if target.model is None:
             # The admin's "view on site" shortcut: an execution.
             return str(world.restart.pk)
-        return str(admin_quote(rows[target.model].pk))
+        row = rows.get(target.model)
+        if row is None:
+            # batchboard's own state (API tokens, ...): the campaign's rows.
+            row = target.model._default_manager.order_by("pk").first()
+        if row is None:
+            raise UnfilledParameter(f"{target.route}: no {target.model.__name__} row")
+        return str(admin_quote(row.pk))
 
     return {
         "execution_id": lambda _t: str(world.restart.pk),
@@ -144,8 +150,34 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
             ContentType.objects.get_for_model(JobExecution).pk
         ),
         "app_label": lambda _t: "batchboard",
+        # Bulk actions: a plan's list and action, and a recorded operation.
+        "source": lambda _t: "executions",
+        "action": lambda _t: "ABANDON",
+        "bulk_id": lambda _t: _bulk_id(),
+        "channel_id": lambda _t: _channel_id(),
         "url": lambda _t: "no-such-page/",
     }
+
+
+def _bulk_id() -> str:
+    """Return the newest recorded bulk operation's id."""
+    from batchboard.state import BulkOperation
+
+    found = BulkOperation.objects.order_by("-pk").values_list("bulk_id", flat=True)
+    first = found.first()
+    if first is None:
+        raise UnfilledParameter("no bulk operation recorded")
+    return str(first)
+
+
+def _channel_id() -> str:
+    """Return the first alert channel's id."""
+    from batchboard.alerts.models import Channel
+
+    first = Channel.objects.order_by("pk").values_list("pk", flat=True).first()
+    if first is None:
+        raise UnfilledParameter("no alert channel recorded")
+    return str(first)
 
 
 class UnfilledParameter(LookupError):

@@ -43,6 +43,10 @@ from django.db.models import IntegerField, Model
 from django.http import HttpResponse
 from django.test import Client
 
+from batchboard import actions
+from batchboard.actions.bulk.plan import bulk_digest
+from batchboard.api import tokens
+from tests import factories
 from tests.security import campaign
 from tests.security.conftest import site_log
 from tests.site.history import SECRET, History, create_history
@@ -293,6 +297,22 @@ class Campaign:
 def world(db: None) -> Iterator[History]:
     history = create_history()
     _users()
+    # batchboard's own state that admin pages name: an API token.
+    tokens.create_token(User.objects.get(username="operator"), "fuzz", ["READ"])
+    # An alert channel, whose page names it.
+    factories.alert_channel(User.objects.get(username="administrator"))
+    # And a bulk operation: releasing an instance that holds nothing.
+    items = [(history.instance.pk, 0)]
+    filters = {"list": "instances", "job": history.instance.job_name}
+    actions.apply_bulk(
+        user=User.objects.get(username="administrator"),
+        action="RELEASE_HOLD",
+        filters=filters,
+        items=items,
+        digest=bulk_digest("RELEASE_HOLD", filters, items),
+        bulk_id="fuzz-bulk",
+        reason_code="HOLD_NO_LONGER_NEEDED",
+    )
     yield history
     # Sign-in attempts were throttled; later tests start unthrottled.
     cache.clear()

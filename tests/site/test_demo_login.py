@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -146,3 +147,29 @@ def test_restores_changed_users_and_groups() -> None:
     assert list(operator.groups.values_list("name", flat=True)) == ["operator"]
     viewer = User.objects.get(username="viewer")
     assert viewer.has_perm("batchboard.view_jobexecution")
+
+
+def test_the_readme_role_table_says_what_each_login_may_do(demo: None) -> None:
+    """Each row of the README's table matches the login's permissions."""
+    _run()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme.split("| Login | May |", 1)[1].split("\n\n", 1)[0]
+    rows = {
+        cells[0].strip("`"): cells[1:]
+        for line in table.splitlines()
+        if line.startswith("| `")
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    assert set(rows) == {"demo", *ROLE_NAMES}
+    for name, (_reads, values, actions, admin) in rows.items():
+        user = User.objects.get(username=name)
+        assert user.has_perm("batchboard.view_jobexecution")
+        shown = user.has_perm("batchboard.view_parameter_values")
+        assert values == ("shown" if shown else "hidden"), name
+        stops = user.has_perm("batchboard.operate_lifecycle")
+        destroys = user.has_perm("batchboard.operate_destructive")
+        assert ("stop" in actions) == stops, name
+        assert ("abandon" in actions) == destroys, name
+        assert (actions == "none") == (not stops and not destroys), name
+        assert (admin != "no") == user.is_staff, name
+        assert (admin == "read-only") == (user.is_staff and not destroys), name

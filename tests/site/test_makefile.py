@@ -47,10 +47,13 @@ def test_demo_installs_migrates_seeds_logs_in_and_serves(tmp_path: Path) -> None
         "db.sqlite3.seeded",
         "manage.py batchboard_seed --seed 42 && touch",
         "manage.py batchboard_demo_login --address http://127.0.0.1:8000/",
+        "manage.py batchboard_demo_alerts",
         "manage.py batchboard_simulate >",
         "simulate.log 2>&1 &",
+        "manage.py batchboard_watch --every 2 >",
+        "watch.log 2>&1 &",
         "manage.py runserver --noreload 127.0.0.1:8000",
-        'trap "kill $simulator $server',
+        'trap "kill $simulator $watcher $server',
         "http://127.0.0.1:8000/  login: demo / demo",
         "wait $server",
     )
@@ -58,7 +61,7 @@ def test_demo_installs_migrates_seeds_logs_in_and_serves(tmp_path: Path) -> None
     assert "BATCHBOARD_DEMO=1 DJANGO_DEBUG=1" in plan
     # Every demo command runs behind the demo gate, which that variable opens.
     demo_lines = [line for line in plan.splitlines() if "manage.py batchboard_" in line]
-    assert len(demo_lines) == 3
+    assert len(demo_lines) == 4
     assert all("BATCHBOARD_DEMO=1 " in line for line in demo_lines)
 
 

@@ -42,6 +42,7 @@ class Server:
     url: str
     process: subprocess.Popen[str]
     static_root: Path
+    home: Path
 
 
 def _free_port() -> int:
@@ -86,6 +87,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     ):
         done = manage(*command, env=_only_site(env), timeout=120)
         assert done.returncode == 0, done.output
+    # A read-only home, as in a container: gunicorn must not write there
+    # (its control socket is off, gunicorn.conf.py).
+    home = tmp / "home"
+    home.mkdir()
+    home.chmod(0o555)
+    env = {**env, "HOME": str(home)}
+    env.pop("XDG_RUNTIME_DIR", None)
     gunicorn = str(Path(sys.executable).parent / "gunicorn")
     process = subprocess.Popen(
         [gunicorn, "-c", str(CHECKOUT / "gunicorn.conf.py")],
@@ -106,10 +114,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     else:
         process.kill()
         pytest.fail(f"gunicorn did not start: {process.communicate()[1]}")
-    yield Server(url, process, tmp / "static")
+    yield Server(url, process, tmp / "static", home)
     if process.poll() is None:
         process.kill()
         process.communicate()
+    home.chmod(0o755)
 
 
 def _only_site(env: dict[str, str]) -> dict[str, str]:
@@ -138,6 +147,31 @@ def test_every_asset_is_served_hashed_and_cached_for_a_year(server: Server) -> N
         assert max_age >= YEAR, (name, cache)
 
 
+def test_collectstatic_writes_gzip_and_brotli_variants(server: Server) -> None:
+    manifest = json.loads((server.static_root / "staticfiles.json").read_text())
+    for source in ("batchboard/batchboard.css", "batchboard/batchboard.js"):
+        hashed = server.static_root / manifest["paths"][source]
+        assert hashed.with_name(hashed.name + ".gz").is_file(), source
+        assert hashed.with_name(hashed.name + ".br").is_file(), source
+    status, headers, _body = _get_encoded(
+        f"{server.url}/static/{manifest['paths']['batchboard/batchboard.css']}", "br"
+    )
+    assert (status, headers.get("Content-Encoding")) == (200, "br")
+
+
+def _get_encoded(url: str, encoding: str) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers={"Accept-Encoding": encoding})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, dict(response.headers), response.read()
+
+
+def test_gunicorn_serves_with_a_read_only_home(server: Server) -> None:
+    """The server of the fixture runs with HOME read-only and writes nothing there."""
+    assert _get(f"{server.url}/healthz")[0] == 200
+    assert list(server.home.iterdir()) == []
+    assert server.process.poll() is None
+
+
 def test_pages_link_the_hashed_assets(server: Server) -> None:
     status, headers, body = _get(f"{server.url}/login/")
     assert status == 200
@@ -163,6 +197,7 @@ def test_check_deploy_is_clean_with_the_production_environment(
         "DJANGO_DEBUG": "0",
         "SECRET_KEY": "k2Vh0JpZ8wq3N7xYcR5tL1mB9sD4fG6hJ0kQ2wE8rT3yU7iO5pA1sD9fG4hJ6kL",
         "ALLOWED_HOSTS": "batch.example.org",
+        "BATCHBOARD_METRICS_ALLOWED_NETWORKS": "10.0.0.0/8",
         "DATABASE_URL": f"sqlite:///{tmp_path}/d.sqlite3",
     }
     result = manage("check", "--deploy", "--fail-level", "WARNING", env=env)

@@ -30,6 +30,10 @@ def test_defaults_pass() -> None:
         ({"ACTION_DATABASES": ["default"]}, ["batchboard.E005"]),
         ({"ACTION_DATABASES": {"ADMIN": "default"}}, ["batchboard.E005"]),
         ({"ACTION_DATABASES": {"OPERATOR": "ops"}}, ["batchboard.E006"]),
+        ({"STATE_DATABASE": "nowhere"}, ["batchboard.E017"]),
+        ({"BULK_MAX_ITEMS": 0}, ["batchboard.E018"]),
+        ({"BULK_MAX_ITEMS": "1000"}, ["batchboard.E018"]),
+        ({"BULK_MAX_ITEMS": 10_001}, ["batchboard.E018"]),
     ],
 )
 def test_misconfiguration_is_named(settings: object, expected: list[str]) -> None:

@@ -125,3 +125,52 @@ if (document.querySelector("[data-bb-signed-out]")) {
     // Storage disabled: nothing was kept.
   }
 }
+
+// Copy buttons ([data-bb-copy] names the element whose text is copied, such
+// as a CLI command): one listener for the page, so buttons a refresh brings
+// in work too. Without the clipboard (a page not served over HTTPS), the
+// text is selected for the reader to copy.
+document.addEventListener("click", (event) => {
+  const target = event.target;
+  const button = target instanceof Element ? target.closest("button[data-bb-copy]") : null;
+  if (!(button instanceof HTMLButtonElement)) {
+    return;
+  }
+  const source = document.getElementById(button.dataset.bbCopy || "");
+  if (!source) {
+    return;
+  }
+  const label = button.dataset.bbLabel || button.textContent;
+  button.dataset.bbLabel = label;
+  const done = (text) => {
+    button.textContent = text;
+    window.setTimeout(() => {
+      button.textContent = label;
+    }, 2000);
+  };
+  const select = () => {
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    const selection = window.getSelection();
+    if (selection) {
+      selection.removeAllRanges();
+      selection.addRange(range);
+    }
+    done(button.dataset.bbCopyFailed || label);
+  };
+  if (!navigator.clipboard) {
+    select();
+    return;
+  }
+  navigator.clipboard.writeText(source.textContent || "").then(() => done(button.dataset.bbCopied || label), select);
+});
+
+// The header's unread-alerts count is loaded after the page, so a page's own
+// statements stay its own. A data attribute, not hx-get: the page's first
+// hx-get stays the list's continuation.
+document.addEventListener("DOMContentLoaded", () => {
+  const count = document.querySelector("[data-bb-inbox-count]");
+  if (count instanceof HTMLElement && window.htmx) {
+    window.htmx.ajax("GET", count.dataset.bbInboxCount, { target: count, swap: "innerHTML" });
+  }
+});

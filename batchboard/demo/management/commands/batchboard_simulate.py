@@ -16,7 +16,8 @@ class Command(DemoCommand):
     help = (
         "Run a few demo jobs through the job repository until interrupted: "
         "chunk commits, partitions, flow decisions, failures and restarts, "
-        "one vanished process, and stop requests honoured."
+        "one vanished process, and stop requests honoured on every running "
+        "execution, the seeded ones included."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

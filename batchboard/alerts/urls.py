@@ -1,0 +1,15 @@
+"""The alerts' URLs, included into ``batchboard.urls`` (``batchboard:`` names)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from batchboard.alerts import views
+
+urlpatterns = [
+    path("alerts/", views.rules, name="alert_rules"),
+    path("alerts/channels/<int:channel_id>/", views.channel_log, name="alert_channel"),
+    path("alerts/overdue/", views.overdue, name="overdue"),
+    path("inbox/", views.inbox, name="inbox"),
+    path("inbox/count/", views.inbox_count, name="inbox_count"),
+]

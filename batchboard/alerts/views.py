@@ -1,0 +1,217 @@
+"""
+The alerts' pages: rules and channels, a channel's delivery log, the inbox
+and its count, and the overdue page.
+
+Managing rules and channels needs ``batchboard.manage_alerts``; the inbox
+is every signed-in user's own; the overdue page needs the executions'
+view permissions and reads a bounded page of each list it shows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Prefetch
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods
+
+from batchboard import conf
+from batchboard.alerts import detector, forms
+from batchboard.alerts.models import (
+    Channel,
+    Delivery,
+    DeliveryAttempt,
+    InboxItem,
+    Rule,
+)
+from batchboard.explorer import queries
+from batchboard.explorer.access import VIEW_EXECUTIONS
+from batchboard.vocabulary import parse_whole_number
+from batchboard.web import Gate, NotFound, ReadGate, guarded, reader
+
+#: The rows the delivery log, the inbox and each overdue list show.
+LOG_ROWS = 50
+INBOX_ROWS = 50
+#: The overdue page reads this many unresolved executions and this many
+#: latest COMPLETED ones: with the latest runs of their jobs, the page stays
+#: within 1.5x the minimal keyset view (batchboard_benchmark).
+OVERDUE_ROWS = 50
+FINISHED_ROWS = 25
+#: The header's count stops here ("99+").
+COUNT_CAP = 99
+
+
+class AlertsGate(Gate):
+    """The ``manage_alerts`` permission."""
+
+    def allows(self, user: Any) -> bool:
+        return bool(user.has_perm("batchboard.manage_alerts"))
+
+    def refusal(self) -> tuple[str, str]:
+        return _("Not allowed"), _(
+            "Managing alert rules and channels needs the manage_alerts "
+            "permission, which your account does not have. Nothing was changed."
+        )
+
+    def unavailable(self) -> tuple[str, str]:
+        return _("Database unavailable"), _(
+            "The database did not answer. Nothing is known to have changed; "
+            "try again in a moment."
+        )
+
+
+def _state() -> str:
+    return conf.state_alias()
+
+
+@guarded(AlertsGate())
+@require_http_methods(["GET", "POST"])
+def rules(request: HttpRequest) -> HttpResponse:
+    """List rules and channels; create either, or switch a rule on or off."""
+    rule_form = forms.RuleForm(prefix="rule")
+    channel_form = forms.ChannelForm(prefix="channel")
+    status = 200
+    if request.method == "POST":
+        which = request.POST.get("form")
+        if which == "rule":
+            rule_form = forms.RuleForm(request.POST, prefix="rule")
+            if rule_form.is_valid():
+                rule = rule_form.save(commit=False)
+                rule.owner = request.user
+                rule.created_at = timezone.now()
+                rule.save(using=_state())
+                rule_form.save_m2m()
+                return redirect("batchboard:alert_rules")
+            status = 400
+        elif which == "channel":
+            channel_form = forms.ChannelForm(request.POST, prefix="channel")
+            if channel_form.is_valid():
+                channel = channel_form.save(commit=False)
+                channel.owner = request.user  # type: ignore[assignment]
+                channel.created_at = timezone.now()
+                channel.save(using=_state())
+                return redirect("batchboard:alert_rules")
+            status = 400
+        elif which == "toggle":
+            updated = (
+                Rule.objects.using(_state())
+                .filter(pk=_whole(request.POST.get("rule")))
+                .first()
+            )
+            if updated is None:
+                raise NotFound(_("alert rule"))
+            updated.enabled = not updated.enabled
+            updated.save(using=_state(), update_fields=["enabled"])
+            return redirect("batchboard:alert_rules")
+        else:
+            status = 400
+    context = {
+        "rules": Rule.objects.using(_state())
+        .select_related("owner")
+        .prefetch_related("channels")
+        .order_by("name", "id"),
+        "channels": Channel.objects.using(_state()).order_by("name", "id"),
+        "rule_form": rule_form,
+        "channel_form": channel_form,
+    }
+    return render(request, "batchboard/alerts/rules.html", context, status=status)
+
+
+def _whole(value: str | None) -> int:
+    """Return a row id from a form value; 0 (no row) for anything else."""
+    return parse_whole_number(value or "") or 0
+
+
+@guarded(AlertsGate())
+@require_http_methods(["GET"])
+def channel_log(request: HttpRequest, channel_id: int) -> HttpResponse:
+    """Show a channel's health and its latest deliveries, attempt by attempt."""
+    channel = Channel.objects.using(_state()).filter(pk=channel_id).first()
+    if channel is None:
+        raise NotFound(_("channel"))
+    deliveries = (
+        Delivery.objects.using(_state())
+        .filter(channel=channel)
+        .select_related("alert", "alert__rule")
+        .prefetch_related(
+            Prefetch("log", queryset=DeliveryAttempt.objects.order_by("number"))
+        )
+        .order_by("-id")[:LOG_ROWS]
+    )
+    return render(
+        request,
+        "batchboard/alerts/channel.html",
+        {"channel": channel, "deliveries": deliveries},
+    )
+
+
+@guarded(ReadGate(()))
+@require_http_methods(["GET", "POST"])
+def inbox(request: HttpRequest) -> HttpResponse:
+    """Show the user's alerts, newest first; mark one or all read."""
+    mine = InboxItem.objects.using(_state()).filter(user_id=request.user.pk or 0)
+    if request.method == "POST":
+        unread = mine.filter(read_at__isnull=True)
+        if request.POST.get("item") != "all":
+            unread = unread.filter(pk=_whole(request.POST.get("item")))
+        unread.update(read_at=timezone.now())
+        return redirect("batchboard:inbox")
+    items = mine.select_related("alert", "alert__rule").order_by("-id")[:INBOX_ROWS]
+    return render(request, "batchboard/alerts/inbox.html", {"items": items})
+
+
+@guarded(ReadGate(()))
+@require_http_methods(["GET"])
+def inbox_count(request: HttpRequest) -> HttpResponse:
+    """The header's unread count: one statement, capped at :data:`COUNT_CAP`."""
+    unread = (
+        InboxItem.objects.using(_state())
+        .filter(user_id=request.user.pk or 0, read_at__isnull=True)
+        .values("id")[: COUNT_CAP + 1]
+    )
+    count = len(unread)
+    return render(
+        request,
+        "batchboard/alerts/inbox_count.html",
+        {"count": count, "more": count > COUNT_CAP, "cap": COUNT_CAP},
+    )
+
+
+@reader(*VIEW_EXECUTIONS)
+def overdue(request: HttpRequest) -> HttpResponse:
+    """
+    Running executions longer than their job's p95, and recent slow finishes.
+
+    Three statements: a page of the unresolved executions, a page of the
+    latest COMPLETED ones, and the latest runs of the jobs they belong to.
+    """
+    now = timezone.now()
+    running = queries.unresolved(0, OVERDUE_ROWS).rows
+    finished = queries.recent_executions("COMPLETED", "", FINISHED_ROWS).rows
+    names = {row["job_name"] for row in [*running, *finished]}
+    history = detector.job_history(names)
+    late, slow = [], []
+    for row in running:
+        if row["status"] not in detector.RUNNING:
+            continue
+        typical = detector.p95(
+            history.get(row["job_name"], []), detector.DEFAULT_WINDOW
+        )
+        seconds = detector.duration(row, now)
+        if typical is not None and seconds is not None and seconds > typical:
+            late.append({**row, "seconds": seconds, "p95": typical})
+    for row in finished:
+        typical = detector.p95(
+            history.get(row["job_name"], []), detector.DEFAULT_WINDOW, int(row["id"])
+        )
+        seconds = detector.duration(row, row["ended_at"] or now)
+        if typical is not None and seconds is not None and seconds > typical:
+            slow.append({**row, "seconds": seconds, "p95": typical})
+    return render(
+        request,
+        "batchboard/alerts/overdue.html",
+        {"late": late, "slow": slow, "window": detector.DEFAULT_WINDOW},
+    )
