@@ -38,6 +38,7 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ) -> Any:
         """Return the token; an empty ``?_to_field=`` means its key, not a 500."""
         return super().get_object(request, object_id, from_field or None)
+
     list_filter = ("revoked_at",)
     actions = ("revoke_tokens",)
     readonly_fields = (

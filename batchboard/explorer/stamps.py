@@ -39,6 +39,7 @@ comparison tests in tests/explorer/test_stamps.py cover a row with it.
 
 from __future__ import annotations
 
+import abc
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -152,12 +153,12 @@ def _is_own(template: Any) -> bool:
     return isinstance(name, str) and _own_file(name)
 
 
-class Stamp:
+class Stamp(abc.ABC):
     """A partial to fill in per item: :meth:`fill` gives one item's markup."""
 
+    @abc.abstractmethod
     def fill(self, *values: object) -> str:
         """Return the partial with ``values`` (escaped already) in its slots."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
