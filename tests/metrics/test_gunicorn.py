@@ -9,9 +9,7 @@ and the database gauges are the same.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.site.commands import CHECKOUT, manage
+from tests.site.commands import manage, start_gunicorn
 from tests.site.test_serving import _env, _free_port, _get
 
 pytestmark = [
@@ -42,26 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     done = manage("migrate", "--no-input", "--verbosity", "0", env=env, timeout=120)
     assert done.returncode == 0, done.output
-    gunicorn = str(Path(sys.executable).parent / "gunicorn")
-    process = subprocess.Popen(
-        [gunicorn, "-c", str(CHECKOUT / "gunicorn.conf.py")],
-        cwd=CHECKOUT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if _get(f"{url}/healthz")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(f"gunicorn did not start: {process.communicate()[1]}")
+    url, process = start_gunicorn(env, port)
     yield url
     process.terminate()
     process.communicate(timeout=30)

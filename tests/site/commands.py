@@ -119,3 +119,35 @@ def connect(database: str) -> psycopg.Connection[Any]:
         host=entry["HOST"] or None,
         port=entry["PORT"] or None,
     )
+
+
+def start_gunicorn(env: dict[str, str], port: int) -> tuple[str, subprocess.Popen[str]]:
+    """
+    Start the standalone site's gunicorn (``gunicorn.conf.py``) with ``env``
+    on ``port``; return its address and process once ``/healthz`` answers.
+    """
+    import time
+    import urllib.request
+
+    import pytest
+
+    gunicorn = str(Path(sys.executable).parent / "gunicorn")
+    process = subprocess.Popen(
+        [gunicorn, "-c", str(CHECKOUT / "gunicorn.conf.py")],
+        cwd=CHECKOUT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=10) as response:
+                if response.status == 200:
+                    return url, process
+        except OSError:
+            time.sleep(0.2)
+    process.kill()
+    pytest.fail(f"gunicorn did not start: {process.communicate()[1]}")

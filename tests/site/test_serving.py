@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.site.commands import CHECKOUT, SITE_VARIABLES, manage
+from tests.site.commands import SITE_VARIABLES, manage, start_gunicorn
 
 pytestmark = [
     pytest.mark.slow,
@@ -94,26 +93,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     home.chmod(0o555)
     env = {**env, "HOME": str(home)}
     env.pop("XDG_RUNTIME_DIR", None)
-    gunicorn = str(Path(sys.executable).parent / "gunicorn")
-    process = subprocess.Popen(
-        [gunicorn, "-c", str(CHECKOUT / "gunicorn.conf.py")],
-        cwd=CHECKOUT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if _get(f"{url}/healthz")[0] == 200:
-                break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail(f"gunicorn did not start: {process.communicate()[1]}")
+    url, process = start_gunicorn(env, port)
     yield Server(url, process, tmp / "static", home)
     if process.poll() is None:
         process.kill()
