@@ -16,7 +16,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from django.db import IntegrityError, connections, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, Greatest
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db, vocabulary
@@ -566,27 +567,35 @@ def _unknown_commit(execution_id: int) -> bool:
 
 
 def _count(operation: BulkOperation) -> None:
-    """Store the operation's counts from its items; mark it finished when done."""
-    rows = dict(
-        BulkItem.objects.filter(operation=operation, state=DONE)
-        .values("outcome")
-        .annotate(n=Count("id"))
-        .values_list("outcome", "n")
-    )
-    counts = {
-        "applied": rows.get(APPLIED, 0),
-        "rejected": rows.get(REJECTED, 0),
-        "stale": rows.get(STALE, 0),
-    }
-    done = sum(counts.values())
-    unchanged = all(getattr(operation, k) == v for k, v in counts.items())
-    if unchanged and (operation.finished_at is not None or done < operation.item_count):
-        return
-    finished = db.now() if done >= operation.item_count else None
+    """
+    Store the operation's counts from its items; mark it finished when done.
+
+    Each count is recounted inside the UPDATE that stores it and never goes
+    down (an item's outcome is final), so processes finishing at once
+    cannot overwrite a newer count with the one they read earlier.
+    """
+    done_items = BulkItem.objects.filter(operation=OuterRef("pk"), state=DONE)
+
+    def recount(field: str, outcome: str) -> Greatest:
+        counted = (
+            done_items.filter(outcome=outcome)
+            .order_by()
+            .values("operation")
+            .annotate(n=Count("id"))
+            .values("n")
+        )
+        return Greatest(F(field), Coalesce(Subquery(counted), 0))
+
     updated = BulkOperation.objects.filter(pk=operation.pk)
-    updated.update(**counts)
-    if finished is not None:
-        updated.filter(finished_at__isnull=True).update(finished_at=finished)
+    updated.update(
+        applied=recount("applied", APPLIED),
+        rejected=recount("rejected", REJECTED),
+        stale=recount("stale", STALE),
+    )
+    updated.filter(
+        finished_at__isnull=True,
+        item_count__lte=F("applied") + F("rejected") + F("stale"),
+    ).update(finished_at=db.now())
     operation.refresh_from_db()
 
 
