@@ -427,7 +427,19 @@ def _merged(
             f"SELECT * FROM ({sql})" + (f" AS bb_walk_{index}" if named else "")
         )
         params.extend(walk_params)
-    ids = RawSQL(" UNION ALL ".join(walks), params)
+    union = " UNION ALL ".join(walks)
+    if named and tuple(column.lstrip("-") for column in order) == ("id",):
+        # PostgreSQL joins the ids as a set and sorts after projecting: a
+        # list by id keeps only the page's ids of the walks' rows, so the
+        # projection (the instance's join, the columns) reads the page's
+        # rows alone, not every walk's. (SQLite visits the IN list in id
+        # order and stops at the page.)
+        direction = "DESC" if order[0].startswith("-") else "ASC"
+        union = (
+            f"SELECT bb_ids.id FROM ({union}) AS bb_ids "
+            f"ORDER BY bb_ids.id {direction} LIMIT {int(limit)}"
+        )
+    ids = RawSQL(union, params)
     merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
     return merged.filter(id__in=ids)
 

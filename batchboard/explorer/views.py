@@ -174,20 +174,26 @@ def _attention(present: Presenter) -> dict[str, Any]:
     # What is still broken comes first: of the latest failures, those whose
     # instance has no later COMPLETED attempt; the ones a restart resolved
     # are only counted and folded.
-    failures = present.failures(queries.recent_failures(ATTENTION_FAILURES))
+    # Only the rows the panel lists are presented: of the failures read,
+    # at most ATTENTION_LIMIT of each kind are shown.
+    failures = queries.recent_failures(ATTENTION_FAILURES)
     latest = relations.latest_attempts(failures)
-    present.restarts(failures, latest)
     broken: list[Row] = []
     resolved: list[Row] = []
     for row in failures:
         after = latest.get(int(row["id"]))
         (resolved if after and after["status"] == "COMPLETED" else broken).append(row)
+    shown = {
+        "failures": present.failures(broken[:ATTENTION_LIMIT]),
+        "resolved": present.failures(resolved[:ATTENTION_LIMIT]),
+    }
+    for rows in shown.values():
+        present.restarts(rows, latest)
     return {
         "stale": stale,
         "stale_seconds": stale_seconds,
-        "failures": broken[:ATTENTION_LIMIT],
+        **shown,
         "more_failures": len(broken) > ATTENTION_LIMIT,
-        "resolved": resolved[:ATTENTION_LIMIT],
         "resolved_count": len(resolved),
         "failures_read": len(failures),
     }

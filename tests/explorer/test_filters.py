@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from batchboard import vocabulary
 from batchboard.explorer import queries
+from batchboard.models import JobExecution
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -191,3 +192,34 @@ def test_the_start_of_a_name_lists_the_names_it_begins(
     assert f'href="{url}?status=FAILED&amp;job=invoice-monthly"' in text
     # A job that exists shows its rows and no such notice.
     assert "No job is named" not in reader.get(url, {"job": "payroll"}).content.decode()
+
+
+@pytest.mark.parametrize("size", [1, 3, 7])
+def test_several_statuses_page_exactly_as_one_in_list_would(size: int) -> None:
+    """
+    The merged walks give, page by page, what ``status IN (…)`` by id gives.
+
+    A generated history interleaves the statuses unevenly (runs of one
+    status, rare ones, none of some), so a page often takes all its rows
+    from one walk and sometimes from several.
+    """
+    factories.definition("merged")
+    statuses = ["COMPLETED"] * 5 + ["FAILED", "STOPPED", "UNKNOWN", "STARTED"]
+    for index in range(40):
+        status = statuses[(index * 7 + index // 5) % len(statuses)]
+        factories.execution(factories.instance("merged"), status)
+    for chosen in (vocabulary.FINISHED, vocabulary.UNRESOLVED, ("FAILED", "UNKNOWN")):
+        expected = list(
+            JobExecution.objects.filter(status__in=chosen)
+            .order_by("-id")
+            .values_list("id", flat=True)
+        )
+        seen: list[int] = []
+        token = None
+        while True:
+            page = queries.recent_executions(chosen, "", size, token)
+            seen += [int(row["id"]) for row in page.rows]
+            token = page.next_cursor
+            if not token:
+                break
+        assert seen == expected, chosen
