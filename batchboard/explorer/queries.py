@@ -518,6 +518,10 @@ class Listing:
     prefilter: Callable[[QuerySet[Any]], QuerySet[Any]] = _unchanged
     sort: Callable[[], tuple[Any, ...]] | None = None
     branches: tuple[Q, ...] = ()
+    #: On PostgreSQL, read the page's ids first and project only those: for
+    #: a list whose rows come off a small index in another order, sorted
+    #: after the join otherwise.
+    ids_first: bool = False
 
     def after(self, position: Sequence[Any]) -> Q:
         """Return the rows strictly after ``position`` in this list's order."""
@@ -593,8 +597,11 @@ class Listing:
                 queryset = queryset.annotate(**ceiling).filter(id__lte=F(CEILING))
             else:
                 queryset = queryset.filter(id__lte=next(given))
-            if not walks and connections[_using()].vendor == "sqlite":
+            vendor = connections[_using()].vendor
+            if not walks and vendor == "sqlite":
                 walks = list(self.branches)
+            if not walks and vendor == "postgresql" and self.ids_first:
+                walks = [Q()]
             if walks:
                 queryset = _merged(queryset, walks, self.order, page_size)
                 # The page's own ceiling, beside the rows it bounded.
@@ -730,6 +737,9 @@ UNRESOLVED_EXECUTIONS = Listing(
     # Each status's rows by id off the embedded (status, id) index: a page
     # reads at most 4 x its size, never every unresolved row.
     branches=tuple(Q(status=status) for status in UNRESOLVED),
+    # PostgreSQL reads them off the partial unresolved index, then sorts:
+    # only the page's rows are joined to their instances.
+    ids_first=True,
 )
 
 STEPS = Listing(

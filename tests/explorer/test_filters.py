@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from batchboard import vocabulary
 from batchboard.explorer import queries
@@ -223,3 +225,31 @@ def test_several_statuses_page_exactly_as_one_in_list_would(size: int) -> None:
             if not token:
                 break
         assert seen == expected, chosen
+
+
+@pytest.mark.parametrize("size", [1, 4])
+def test_unresolved_pages_exactly_as_one_read_by_id_would(size: int) -> None:
+    """The unresolved list, page by page, is every unresolved row by id once."""
+    factories.definition("unresolved-walk")
+    statuses = [*vocabulary.UNRESOLVED, "COMPLETED", "FAILED"]
+    for index in range(30):
+        status = statuses[(index * 5 + index // 4) % len(statuses)]
+        factories.execution(
+            factories.instance("unresolved-walk"),
+            status,
+            created_at=timezone.now() - timedelta(hours=2),
+        )
+    expected = list(
+        JobExecution.objects.filter(status__in=vocabulary.UNRESOLVED)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    seen: list[int] = []
+    token = None
+    while True:
+        page = queries.unresolved(0, size, token)
+        seen += [int(row["id"]) for row in page.rows]
+        token = page.next_cursor
+        if not token:
+            break
+    assert seen == expected
