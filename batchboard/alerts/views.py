@@ -29,6 +29,7 @@ from batchboard.alerts.models import (
 )
 from batchboard.explorer import queries
 from batchboard.explorer.access import VIEW_EXECUTIONS
+from batchboard.explorer.links import Links
 from batchboard.vocabulary import parse_whole_number
 from batchboard.web import Gate, NotFound, ReadGate, guarded, reader
 
@@ -180,6 +181,17 @@ def inbox_count(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _overdue_row(links: Links, row: Any, seconds: float, p95: float) -> Any:
+    """Return an overdue page row: the run, its links, its time and the p95."""
+    return {
+        **row,
+        "seconds": seconds,
+        "p95": p95,
+        "url": links.link("batchboard:execution", int(row["id"])),
+        "job_url": links.job(row["job_name"]),
+    }
+
+
 @reader(*VIEW_EXECUTIONS)
 def overdue(request: HttpRequest) -> HttpResponse:
     """
@@ -189,6 +201,8 @@ def overdue(request: HttpRequest) -> HttpResponse:
     latest COMPLETED ones, and the latest runs of the jobs they belong to.
     """
     now = timezone.now()
+    # Each row's links from patterns looked up once, never reversed per row.
+    links = Links()
     running = queries.unresolved(0, OVERDUE_ROWS).rows
     finished = queries.recent_executions("COMPLETED", "", FINISHED_ROWS).rows
     names = {row["job_name"] for row in [*running, *finished]}
@@ -202,14 +216,14 @@ def overdue(request: HttpRequest) -> HttpResponse:
         )
         seconds = detector.duration(row, now)
         if typical is not None and seconds is not None and seconds > typical:
-            late.append({**row, "seconds": seconds, "p95": typical})
+            late.append(_overdue_row(links, row, seconds, typical))
     for row in finished:
         typical = detector.p95(
             history.get(row["job_name"], []), detector.DEFAULT_WINDOW, int(row["id"])
         )
         seconds = detector.duration(row, row["ended_at"] or now)
         if typical is not None and seconds is not None and seconds > typical:
-            slow.append({**row, "seconds": seconds, "p95": typical})
+            slow.append(_overdue_row(links, row, seconds, typical))
     return render(
         request,
         "batchboard/alerts/overdue.html",
