@@ -993,6 +993,9 @@ def windowed_executions(
     if token:
         carried, _ceiling = cursors.decode(token, spec, page_size)
         window = window.carried(carried)
+        if not window.lower <= cursors.windowed_key(carried)[0] < window.upper:
+            # The last row shown lay inside the window.
+            raise cursors.CursorInvalid
     lower, upper = window.lower, window.upper
 
     def key(row: Row) -> Key:
@@ -1011,7 +1014,9 @@ def windowed_executions(
         value,
         job_name,
         _stamp_text(lower) if window.since else None,
-        _stamp_text(upper),
+        # A later page ends at its position, inside the window: one upper
+        # bound, which SQLite then takes as its index range's end.
+        None if token else _stamp_text(upper),
     )
 
 

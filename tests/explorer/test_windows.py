@@ -225,6 +225,13 @@ def test_a_cursor_belongs_to_its_window_and_filters() -> None:
     )
     with pytest.raises(cursors.CursorQueryMismatch):
         queries.windowed_executions((), "", window, 2, forged)
+    # A position past the window's end.
+    beyond = cursors.Windowed(key.upper, key.id, key.lower, key.upper)
+    forged = cursors.encode(
+        cursors.windowed_executions((), "", window), 2, beyond, ceiling
+    )
+    with pytest.raises(cursors.CursorInvalid):
+        queries.windowed_executions((), "", window, 2, forged)
     # An identity key is not a window's.
     wrong = cursors.encode(
         cursors.windowed_executions((), "", window), 2, cursors.Identity(5), ceiling
