@@ -262,6 +262,8 @@ _BOUND_UNITS = {
     "h": timedelta(hours=1),
     "d": timedelta(days=1),
 }
+#: The characters an absolute bound may hold (ISO-8601 dates and times).
+_ABSOLUTE_BOUND = re.compile(r"\A[0-9][0-9T:.,+\- ]*[Zz]?\Z")
 #: The longest text a bound is read from (an ISO-8601 time with an offset).
 _MAX_BOUND_LENGTH = 40
 
@@ -322,12 +324,15 @@ class WindowBoundField(SharedField):
                 raise invalid
             unit = relative[2]
             return WindowBound(f"{count}{unit}", ago=count * _BOUND_UNITS[unit])
+        if not _ABSOLUTE_BOUND.match(text):
+            raise invalid
         spelled = text[:-1] + "+00:00" if text[-1] in "Zz" else text
         try:
             at = datetime.fromisoformat(spelled)
-        except ValueError:
+            at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        except (ValueError, OverflowError):
+            # OverflowError: an offset that moves the time past year 9999.
             raise invalid from None
-        at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
         canonical = at.strftime("%Y-%m-%dT%H:%M:%S")
         if at.microsecond:
             canonical += f".{at.microsecond:06d}"

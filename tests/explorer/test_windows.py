@@ -80,6 +80,8 @@ def test_no_bound_is_no_window() -> None:
         ({"since": "x" * 41}, "since"),
         ({"since": "1960-01-01T00:00Z"}, "since"),
         ({"since": "999999d"}, "since"),
+        ({"until": "9999-12-31T23:00-05:00"}, "until"),
+        ({"since": "2026-03-01T02:00\x00"}, "since"),
         ({"since": "2026-03-01T03:00Z", "until": "2026-03-01T02:00Z"}, "until"),
         ({"since": "1h", "until": "2h"}, "until"),
     ],
