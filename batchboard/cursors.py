@@ -20,6 +20,7 @@ import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from batchboard.digests import CanonicalWriter
 from batchboard.vocabulary import MAX_BIGINT
@@ -36,7 +37,26 @@ MAX_KEY = MAX_BIGINT
 _TAG_IDENTITY = 1
 _TAG_ORDERED = 2
 _TAG_NAME = 3
+_TAG_WINDOWED = 4
 _HEX = re.compile(r"\A(?:[0-9a-f]{2})+\Z")
+
+#: Where a :class:`Windowed` key's times count from.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime) -> int:
+    """Return an aware time as whole microseconds since :data:`EPOCH`."""
+    return (moment - EPOCH) // _MICROSECOND
+
+
+#: The last time a :class:`Windowed` key may carry (Python's last date).
+MAX_MICROS = micros(datetime.max.replace(tzinfo=UTC))
+
+
+def moment(count: int) -> datetime:
+    """Return the UTC time ``count`` microseconds after :data:`EPOCH`."""
+    return EPOCH + count * _MICROSECOND
 
 
 class CursorError(ValueError):
@@ -82,7 +102,61 @@ class Name:
     name: str
 
 
-Key = Identity | Ordered | Name
+@dataclass(frozen=True)
+class Windowed:
+    """
+    A row of a time window: its time and identity, with the window's bounds.
+
+    Every value is whole microseconds since 1970-01-01 UTC, except the id.
+    The bounds are the window as the first page resolved it (a relative
+    bound such as ``2h`` against that page's clock), so every later page
+    reads the same window. batchboard's own key kind: oxide-batch reports
+    such a token as damaged.
+    """
+
+    at: int
+    id: int
+    lower: int
+    upper: int
+
+
+Key = Identity | Ordered | Name | Windowed
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """
+    A time window as given (``since``, ``until``: the canonical texts the
+    cursor binds) and as resolved (``lower`` inclusive, ``upper``
+    exclusive; microseconds since 1970-01-01 UTC).
+    """
+
+    since: str
+    until: str
+    lower: int
+    upper: int
+
+    def carried(self, key: Key) -> TimeWindow:
+        """
+        Return this window with the bounds a cursor's key carries.
+
+        A bound given as an absolute time must be the one carried: a token
+        carrying another was made for another window.
+        """
+        lower, upper = windowed_bounds(key)
+        if (self.since and not _relative(self.since) and lower != self.lower) or (
+            self.until and not _relative(self.until) and upper != self.upper
+        ):
+            raise CursorQueryMismatch
+        return TimeWindow(self.since, self.until, lower, upper)
+
+
+def _relative(text: str) -> bool:
+    """
+    Return whether a bound's canonical text is relative (``30m``, ``7d``);
+    an absolute one is ISO-8601 UTC ending in ``Z``.
+    """
+    return not text.endswith("Z")
 
 
 @dataclass(frozen=True)
@@ -162,6 +236,32 @@ def recent_executions(status: str | Sequence[str], job_name: str) -> QuerySpec:
     return QuerySpec("batchboard_recent_executions", 129, (statuses, job_name))
 
 
+def windowed_executions(
+    statuses: Sequence[str], job_name: str, window: TimeWindow
+) -> QuerySpec:
+    """
+    Return batchboard's own query: executions updated within a time window.
+
+    Ordered by last update, newest first, then by id; the key is
+    :class:`Windowed`. The binding covers the statuses (as
+    :func:`recent_executions` binds them), the job and the window's bounds
+    as given, so a token for one window is refused under another; the
+    resolved bounds travel in the key.
+    """
+    return QuerySpec(
+        "batchboard_windowed_executions",
+        140,
+        (",".join(statuses), job_name, window.since, window.until),
+    )
+
+
+def windowed_instances(job_name: str, window: TimeWindow) -> QuerySpec:
+    """Return batchboard's own query: a job's instances created within a window."""
+    return QuerySpec(
+        "batchboard_windowed_instances", 141, (job_name, window.since, window.until)
+    )
+
+
 def bulk_operations() -> QuerySpec:
     """Return batchboard's own query: bulk operations, newest first (131)."""
     return QuerySpec("batchboard_bulk_operations", 131, ())
@@ -175,6 +275,10 @@ def _encode_key(key: Key) -> bytes:
         return struct.pack(">BQ", _TAG_IDENTITY, key.id)
     if isinstance(key, Ordered):
         return struct.pack(">BQQ", _TAG_ORDERED, key.primary, key.id)
+    if isinstance(key, Windowed):
+        return struct.pack(
+            ">BQQQQ", _TAG_WINDOWED, key.at, key.id, key.lower, key.upper
+        )
     raw = key.name.encode("utf-8")
     if not 1 <= len(raw) <= MAX_NAME_BYTES:
         raise ValueError("a name key holds 1 to 128 UTF-8 bytes")
@@ -206,6 +310,11 @@ def _decode_key(rest: bytes) -> tuple[Key, bytes]:
             raise CursorInvalid
         primary, value = struct.unpack(">QQ", rest[:16])
         return Ordered(primary, value), rest[16:]
+    if tag == _TAG_WINDOWED:
+        if len(rest) < 32:
+            raise CursorInvalid
+        at, value, lower, upper = struct.unpack(">QQQQ", rest[:32])
+        return Windowed(at, value, lower, upper), rest[32:]
     if tag == _TAG_NAME:
         if not rest:
             raise CursorInvalid
@@ -282,6 +391,22 @@ def name_key(key: Key) -> str:
     if not isinstance(key, Name) or not key.name:
         raise CursorInvalid
     return key.name
+
+
+def windowed_key(key: Key) -> tuple[int, int]:
+    """Return ``(at, id)`` of a ``Windowed`` key; any other kind is invalid here."""
+    windowed_bounds(key)
+    assert isinstance(key, Windowed)
+    if not 0 <= key.at <= MAX_MICROS or not 0 < key.id <= MAX_KEY:
+        raise CursorInvalid
+    return key.at, key.id
+
+
+def windowed_bounds(key: Key) -> tuple[int, int]:
+    """Return ``(lower, upper)`` a ``Windowed`` key carries; checked in order."""
+    if not isinstance(key, Windowed) or not 0 <= key.lower <= key.upper <= MAX_MICROS:
+        raise CursorInvalid
+    return key.lower, key.upper
 
 
 def unresolved_key(key: Key) -> int:

@@ -76,6 +76,7 @@ __all__ = [
     "UNRESOLVED",
     "CONTROL_CHARACTERS",
     "WHOLE_NUMBER",
+    "WINDOW_SCAN",
     "Reason",
     "is_row_id",
     "parse_whole_number",
@@ -141,6 +142,10 @@ STRIP_LENGTH: Final = 12
 #: Jobs on an overview page unless the request asks for another size: each
 #: job's row carries a strip of STRIP_LENGTH runs, 240 runs a page.
 OVERVIEW_PAGE_SIZE: Final = 20
+#: The most instances of a job one page of a created-between window
+#: examines (newest first): a window far back in a busy job's history is
+#: paged through in steps of this many, each page bounded.
+WINDOW_SCAN: Final = 1000
 #: Recent failures listed on the overview's attention panel.
 ATTENTION_LIMIT: Final = 10
 #: Recent failures the attention panel reads (status index, newest first)

@@ -70,7 +70,13 @@ OPERATIONS: list[
     ("/instances/{instance_id}/", "get", "instance show", [], None),
     ("/instances/{instance_id}/executions/", "get", "execution list", LIST, None),
     ("/unresolved/", "get", "execution list", [*LIST, "unresolved_age"], None),
-    ("/executions/", "get", "execution recent", [*LIST, "status", "job"], None),
+    (
+        "/executions/",
+        "get",
+        "execution recent",
+        [*LIST, "status", "job", "since", "until"],
+        None,
+    ),
     ("/executions/{execution_id}/", "get", "execution show", [], None),
     ("/executions/{execution_id}/steps/", "get", "execution steps", LIST, None),
     (

@@ -32,7 +32,7 @@ from batchboard.api.output import Envelope, diagnostic
 from batchboard.api.requests import Refused, refuse
 from batchboard.explorer import access, pagination, queries, surveys
 from batchboard.explorer import audit as audit_log
-from batchboard.explorer.inputs import StatusesField
+from batchboard.explorer.inputs import StatusesField, WindowForm
 from batchboard.explorer.pagination import Page
 from batchboard.models import (
     BulkOperation,
@@ -328,9 +328,15 @@ def unresolved(request: HttpRequest, user: Any) -> Envelope:
 
 @endpoint("execution recent")
 def recent(request: HttpRequest, user: Any) -> Envelope:
-    """batchboard's own list: executions newest first, by status and job."""
+    """
+    batchboard's own list: executions newest first, by status and job; with
+    a time window (``since``, ``until``), those last updated in it, by
+    last update.
+    """
     command = "execution recent"
-    inputs.check_params(request, command, LIST_PARAMS | {"status", "job"})
+    inputs.check_params(
+        request, command, LIST_PARAMS | {"status", "job", "since", "until"}
+    )
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     # The list's own statuses field: a status in any case, a set (active,
     # finished) or a comma-separated list, as the page takes them.
@@ -346,9 +352,25 @@ def recent(request: HttpRequest, user: Any) -> Envelope:
     job = request.GET.get("job", "")
     if job:
         inputs.job_name(job, command)
-    page = queries.recent_executions(
-        statuses, job, inputs.page_size(request, command), inputs.cursor(request)
+    # The executions page's own window fields: the same bounds, the same
+    # cursor.
+    bounds = WindowForm(
+        {name: request.GET.get(name, "") for name in ("since", "until")}
     )
+    if not bounds.is_valid():
+        raise refuse(
+            command,
+            "USAGE",
+            "INVALID_WINDOW",
+            "since and until take ISO-8601 UTC times or 30m, 2h, 7d, "
+            "and the window must not end before it starts",
+        )
+    window = bounds.window
+    size, token = inputs.page_size(request, command), inputs.cursor(request)
+    if window is None:
+        page = queries.recent_executions(statuses, job, size, token)
+    else:
+        page = queries.windowed_executions(statuses, job, window, size, token)
     return _executions(command, page)
 
 

@@ -11,12 +11,16 @@ size, which is a number: a filter value could be anything.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django import forms
 from django.core.validators import RegexValidator
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.functional import Promise
 from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
@@ -44,6 +48,7 @@ __all__ = [
     "ChoiceFilterField",
     "ExecutionForm",
     "ExecutionsForm",
+    "InstancesForm",
     "JobNameField",
     "JobNamesForm",
     "JumpForm",
@@ -51,6 +56,9 @@ __all__ = [
     "OverviewForm",
     "StatusesField",
     "UnresolvedForm",
+    "WindowBound",
+    "WindowBoundField",
+    "WindowForm",
     "read",
 ]
 
@@ -247,6 +255,90 @@ class JobNameField(TextField):
         return job
 
 
+#: A relative window bound: whole minutes, hours or days before now.
+_RELATIVE_BOUND = re.compile(r"\A([0-9]{1,6})([mhd])\Z")
+_BOUND_UNITS = {
+    "m": timedelta(minutes=1),
+    "h": timedelta(hours=1),
+    "d": timedelta(days=1),
+}
+#: The characters an absolute bound may hold (ISO-8601 dates and times).
+_ABSOLUTE_BOUND = re.compile(r"\A[0-9][0-9T:.,+\- ]*[Zz]?\Z")
+#: The longest text a bound is read from (an ISO-8601 time with an offset).
+_MAX_BOUND_LENGTH = 40
+
+
+@dataclass(frozen=True)
+class WindowBound:
+    """
+    One end of a time window as given: ``ago`` before now, or ``at``.
+
+    ``text`` is its canonical spelling (``2h``; ``2026-12-03T01:00:00Z``),
+    which a cursor binds.
+    """
+
+    text: str
+    ago: timedelta | None = None
+    at: datetime | None = None
+
+    def resolve(self, now: datetime) -> datetime:
+        """Return the bound as a UTC time, a relative one counted back from ``now``."""
+        if self.at is not None:
+            return self.at
+        assert self.ago is not None
+        try:
+            return now - self.ago
+        except OverflowError:
+            # Before year 1: before the epoch too, which the form refuses.
+            return datetime.min.replace(tzinfo=UTC)
+
+
+class WindowBoundField(SharedField):
+    """
+    A time window's bound: ISO-8601 (UTC unless an offset is given; a
+    ``datetime-local`` picker's value is read as UTC), or relative to the
+    request's clock (``30m``, ``2h``, ``7d``). Blank means no bound.
+    """
+
+    default_error_messages = {
+        "invalid": _(
+            "Give a time as ISO-8601 UTC (2026-12-03T01:00Z, or the date-time "
+            "picker's value), or a time before now such as 30m, 2h or 7d."
+        ),
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value: Any) -> WindowBound | None:
+        text = str(value or "").strip()
+        if not text:
+            return None
+        invalid = forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        if len(text) > _MAX_BOUND_LENGTH:
+            raise invalid
+        relative = _RELATIVE_BOUND.match(text.lower())
+        if relative:
+            count = parse_whole_number(relative[1])
+            if count is None:
+                raise invalid
+            unit = relative[2]
+            return WindowBound(f"{count}{unit}", ago=count * _BOUND_UNITS[unit])
+        if not _ABSOLUTE_BOUND.match(text):
+            raise invalid
+        spelled = text[:-1] + "+00:00" if text[-1] in "Zz" else text
+        try:
+            at = datetime.fromisoformat(spelled)
+            at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+        except (ValueError, OverflowError):
+            # OverflowError: an offset that moves the time past year 9999.
+            raise invalid from None
+        canonical = at.strftime("%Y-%m-%dT%H:%M:%S")
+        if at.microsecond:
+            canonical += f".{at.microsecond:06d}"
+        return WindowBound(f"{canonical}Z", at=at)
+
+
 class ExplorerForm(forms.Form):
     """A form over a page's query string; :func:`read` binds and checks it."""
 
@@ -319,8 +411,76 @@ class OverviewForm(ListForm):
         return min(int(conf.get_config()["PAGE_SIZE"]), OVERVIEW_PAGE_SIZE)
 
 
-class ExecutionsForm(ListForm):
-    """The executions page's filters: statuses and a job name."""
+class WindowForm(ListForm):
+    """
+    A list with a time window: ``since`` (inclusive) and ``until``
+    (exclusive), each optional.
+
+    Relative bounds are resolved against one reading of the clock, taken
+    when the form is checked; a missing ``until`` is that time, so rows
+    updated or created while the list is paged stay out of it.
+    """
+
+    since = WindowBoundField()
+    until = WindowBoundField()
+
+    titles = {
+        **ListForm.titles,
+        "since": _("The window's start (since) is not valid"),
+        "until": _("The window's end (until) is not valid"),
+    }
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        since, until = cleaned.get("since"), cleaned.get("until")
+        cleaned["window"] = None
+        if since is None and until is None:
+            return cleaned
+        now = timezone.now()
+        lower = since.resolve(now) if since is not None else cursors.EPOCH
+        upper = until.resolve(now) if until is not None else now
+        for name, bound in (("since", lower), ("until", upper)):
+            if bound < cursors.EPOCH:
+                self.add_error(
+                    name,
+                    forms.ValidationError(
+                        _("A window's bounds lie after 1970-01-01 UTC."),
+                        code="range",
+                    ),
+                )
+                return cleaned
+        if lower > upper:
+            self.add_error(
+                "until",
+                forms.ValidationError(
+                    _(
+                        "The window ends before it starts: “until” must not be earlier than “since”."
+                    ),
+                    code="order",
+                ),
+            )
+            return cleaned
+        cleaned["window"] = cursors.TimeWindow(
+            since.text if since is not None else "",
+            until.text if until is not None else "",
+            cursors.micros(lower),
+            cursors.micros(upper),
+        )
+        return cleaned
+
+    @property
+    def window(self) -> cursors.TimeWindow | None:
+        """Return the window asked for, resolved; ``None`` if none was given."""
+        window: cursors.TimeWindow | None = self.cleaned_data.get("window")
+        return window
+
+
+class InstancesForm(WindowForm):
+    """A job page's instances, optionally created within a time window."""
+
+
+class ExecutionsForm(WindowForm):
+    """The executions page's filters: statuses, a job name and a time window."""
 
     status = StatusesField()
     job = JobNameField()

@@ -216,6 +216,7 @@ _TEXTS: Final[Mapping[str, Promise]] = {
     "strip": _("Latest executions of %(name)s, newest first"),
     "newest_first": _("Newest first"),
     "job_order": _("Newest instance first, latest attempt first"),
+    "last_updated_first": _("Ordered by last update, newest first, then by id"),
     "oldest_first": _("Oldest first (by id)"),
     "attempts_first": _("Executions, latest attempt first"),
     "progress": _("%(done)s/%(total)s partitions"),

@@ -68,8 +68,11 @@ from batchboard.schema import FAULT_COUNTERS, ITEM_COUNTERS
 from batchboard.vocabulary import (
     ATTENTION_LIMIT,
     FINISHED,
+    MAX_RESPONSE_BYTES,
+    STATUSES,
     SUGGESTED_NAMES,
     UNRESOLVED,
+    WINDOW_SCAN,
 )
 
 __all__ = [
@@ -93,6 +96,8 @@ __all__ = [
     "step",
     "steps",
     "unresolved",
+    "windowed_executions",
+    "windowed_instances",
 ]
 
 
@@ -498,7 +503,9 @@ class Listing:
     is the model's ``max(id)``, or under ``scoped_ceiling`` that of the
     filtered rows. On SQLite a list with ``branches`` (conditions that
     split its rows, each with an index in the list's order) is read as one
-    limited walk per branch, merged (:func:`_merged`).
+    limited walk per branch, merged (:func:`_merged`). ``at`` turns the
+    position's bound arguments into what its columns compare with (a time
+    given as text, :func:`_stamp`).
     """
 
     name: str
@@ -522,6 +529,7 @@ class Listing:
     #: a list whose rows come off a small index in another order, sorted
     #: after the join otherwise.
     ids_first: bool = False
+    at: Callable[[Sequence[Any]], list[Any]] | None = None
 
     def after(self, position: Sequence[Any]) -> Q:
         """Return the rows strictly after ``position`` in this list's order."""
@@ -585,6 +593,8 @@ class Listing:
                 queryset = queryset.filter(**{narrow.lookup: scope[narrow.lookup]})
             if window.after is not None:
                 at = [next(given) for _ in position]
+                if self.at is not None:
+                    at = self.at(at)
                 queryset = queryset.filter(self.after(at))
                 if self.continued is not None:
                     queryset = self.continued(queryset, at)
@@ -643,6 +653,49 @@ class Record:
 
         rows = values_rows(_using(), (self.name,), build, [pk])
         return rows[0] if rows else None
+
+
+# -- time windows -----------------------------------------------------------------------
+
+
+def _stamp_text(count: int) -> str:
+    """
+    Return a time (microseconds since the epoch) as the read's database
+    compares it: ISO-8601 for PostgreSQL, and on SQLite the very text the
+    ORM stores, so that a stored time and its cursor's copy compare equal.
+    """
+    at = cursors.moment(count)
+    connection = connections[_using()]
+    if connection.vendor == "postgresql":
+        return at.isoformat()
+    return str(connection.ops.adapt_datetimefield_value(at))
+
+
+def _stamp(text: str) -> RawSQL:
+    """Return a time given as :func:`_stamp_text` as an expression to compare with."""
+    if connections[_using()].vendor == "postgresql":
+        return RawSQL("%s::timestamptz", (text,), output_field=DateTimeField())
+    return RawSQL("%s", (text,), output_field=DateTimeField())
+
+
+def _stamped_position(key: Key) -> tuple[Any, ...]:
+    at, pk = cursors.windowed_key(key)
+    return (_stamp_text(at), pk)
+
+
+def _stamped_at(position: Sequence[Any]) -> list[Any]:
+    return [_stamp(position[0]), *position[1:]]
+
+
+def _updated_no_later(
+    queryset: QuerySet[Any], position: Sequence[Any]
+) -> QuerySet[Any]:
+    """
+    Restate a continued page's bound as a plain inequality on the time, so
+    each walk's index range starts at the position (the planners take no
+    index bound from the keyset's OR).
+    """
+    return queryset.filter(updated_at__lte=position[0])
 
 
 # -- the lists -------------------------------------------------------------------------
@@ -720,6 +773,32 @@ JOB_EXECUTIONS = Listing(
     continued=_joined_instance_bound,
     prefilter=_instance_first,
     sort=_instance_order,
+)
+
+# Executions updated within a time window, last updated first, then by id.
+# The time is not immutable: a row updated while the list is paged moves
+# past the window's end (resolved when the first page was read) and leaves
+# the list, and the identity ceiling keeps out rows created since. Every
+# status is its own walk down the (status, updated_at, id) index, merged
+# by the key: one status is one range, no status is one walk per status.
+WINDOWED_EXECUTIONS = Listing(
+    "windowed_executions",
+    JobExecution,
+    filters=(
+        Filter("status", walks=True),
+        Filter("job_instance__job_name"),
+        Filter("updated_at__gte", wrap=_stamp),
+        Filter("updated_at__lt", wrap=_stamp),
+    ),
+    order=("-updated_at", "-id"),
+    fields=EXECUTION_FIELDS,
+    # Replaced per read by one that carries the window's bounds.
+    key=_identity,
+    position=_stamped_position,
+    at=_stamped_at,
+    continued=_updated_no_later,
+    project=_execution_values,
+    estimate=_execution_estimate,
 )
 
 UNRESOLVED_EXECUTIONS = Listing(
@@ -915,6 +994,151 @@ def recent_executions(
     if job_name:
         return JOB_EXECUTIONS.page(spec, page_size, token, value, job_name)
     return RECENT_EXECUTIONS.page(spec, page_size, token, value)
+
+
+def windowed_executions(
+    statuses: Sequence[str],
+    job_name: str,
+    window: cursors.TimeWindow,
+    page_size: int,
+    token: str | None = None,
+) -> Page:
+    """
+    Return executions updated within ``window``, last updated first.
+
+    ``statuses`` are any of them (none is every status), in the schema's
+    order; ``job_name`` narrows to one job. The order is ``updated_at``
+    descending, then id. A later page reads the bounds its cursor carries,
+    so a relative window (``2h``) stays the one the first page resolved.
+    """
+    spec = cursors.windowed_executions(statuses, job_name, window)
+    if token:
+        carried, _ceiling = cursors.decode(token, spec, page_size)
+        window = window.carried(carried)
+        if not window.lower <= cursors.windowed_key(carried)[0] < window.upper:
+            # The last row shown lay inside the window.
+            raise cursors.CursorInvalid
+    lower, upper = window.lower, window.upper
+
+    def key(row: Row) -> Key:
+        return cursors.Windowed(
+            cursors.micros(row["updated_at"]), int(row["id"]), lower, upper
+        )
+
+    value: str | tuple[str, ...] = "".join(statuses)
+    if len(statuses) != 1:
+        # No status is every status: one walk each, as several are.
+        value = tuple(statuses) or STATUSES
+    return replace(WINDOWED_EXECUTIONS, key=key).page(
+        spec,
+        page_size,
+        token,
+        value,
+        job_name,
+        _stamp_text(lower) if window.since else None,
+        # A later page ends at its position, inside the window: one upper
+        # bound, which SQLite then takes as its index range's end.
+        None if token else _stamp_text(upper),
+    )
+
+
+def windowed_instances(
+    job_name: str,
+    window: cursors.TimeWindow,
+    page_size: int,
+    token: str | None = None,
+) -> Page:
+    """
+    Return a job's instances created within ``window``, newest first (by id).
+
+    The schema indexes no instance's creation time, so a page examines at
+    most :data:`~batchboard.vocabulary.WINDOW_SCAN` of the job's instances
+    down its ``(job_name, id DESC)`` index and shows those created in the
+    window: one statement finds the examined range (its lowest and highest
+    id, and how many), one reads the page's rows within it. A page may show
+    fewer rows than its size, or none, and still continue below the range
+    it examined; it never reads more than the range. The identity ceiling
+    and the carried bounds keep paging exact, as elsewhere.
+    """
+    spec = cursors.windowed_instances(job_name, window)
+    ceiling: int | None = None
+    below: int | None = None
+    if token:
+        carried, ceiling = cursors.decode(token, spec, page_size)
+        window = window.carried(carried)
+        below = cursors.windowed_key(carried)[1]
+    lower, upper = window.lower, window.upper
+    using = _using()
+
+    head = [job_name] + ([below, ceiling] if below is not None else [])
+    scan = _examined_range(using, head, below is not None)
+    if scan is None:
+        return Page([], page_size, first=token is None)
+    low, high, count = scan
+    if ceiling is None:
+        ceiling = high
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        queryset = JobInstance.objects.using(using).filter(
+            job_name=values[0], id__gte=values[1], id__lte=values[2]
+        )
+        queryset = queryset.filter(created_at__lt=_stamp(values[3]))
+        if window.since:
+            queryset = queryset.filter(created_at__gte=_stamp(values[4]))
+        return (
+            _latest_attempt(queryset)
+            .order_by("-id")
+            .values(*INSTANCES.fields)[:page_size]
+        )
+
+    args: list[Any] = [job_name, low, high, _stamp_text(upper)]
+    if window.since:
+        args.append(_stamp_text(lower))
+    shape = ("windowed_instances", bool(window.since), page_size)
+    rows = values_rows(using, shape, build, args)
+    for row in rows:
+        _with_parameters(row)
+    page = Page([], page_size, first=token is None)
+    total = 0
+    for row in rows:
+        total += INSTANCES.estimate(row)
+        if page.rows and total > MAX_RESPONSE_BYTES:
+            page.truncated = True
+            break
+        page.rows.append(row)
+    if page.rows and (len(rows) == page_size or page.truncated):
+        last = int(page.rows[-1]["id"])
+    elif count == WINDOW_SCAN:
+        # None more in the examined range: continue below it.
+        last = low
+    else:
+        return page
+    key = cursors.Windowed(0, last, lower, upper)
+    page.next_cursor = cursors.encode(spec, page_size, key, ceiling)
+    return page
+
+
+def _examined_range(
+    using: str, head: Sequence[Any], continued: bool
+) -> tuple[int, int, int] | None:
+    """
+    Return the lowest and highest id and the number of the job's instances
+    a created-between page examines (at most WINDOW_SCAN, newest first
+    below the position), or ``None`` where there are none.
+    """
+
+    def build(values: Sequence[Any]) -> QuerySet[Any]:
+        walk = JobInstance.objects.using(using).filter(job_name=values[0])
+        if continued:
+            walk = walk.filter(id__lt=values[1], id__lte=values[2])
+        # The ids alone, off the name index: a few kilobytes at most.
+        return walk.order_by("-id").values("id")[:WINDOW_SCAN]
+
+    shape = ("windowed_instances_examined", continued, WINDOW_SCAN)
+    rows = values_rows(using, shape, build, head)
+    if not rows:
+        return None
+    return int(rows[-1]["id"]), int(rows[0]["id"]), len(rows)
 
 
 def unresolved(age_seconds: int, page_size: int, token: str | None = None) -> Page:

@@ -160,6 +160,12 @@ def from_query(source: str, data: QueryDict) -> ListSurvey:
     """
     if source == EXECUTIONS:
         form = inputs.ExecutionsForm(data)
+        if form.is_valid() and form.window is not None:
+            # A window's times are not a bulk filter: a plan would act on
+            # every matching execution, not only those the window showed.
+            form.add_error(
+                "since", "Bulk actions plan from the executions list without a window."
+            )
         if not form.is_valid():
             raise form.bad_input()
         return executions(form.statuses, form.job_filter)

@@ -25,7 +25,7 @@ from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
 from django_htmx.http import replace_url
 
-from batchboard import actions, conf
+from batchboard import actions, conf, cursors
 from batchboard.actions import eligibility, envelope, permissions
 from batchboard.explorer import audit as audit_log
 from batchboard.explorer import cause, cli, inputs, overview, queries, relations, trends
@@ -54,6 +54,7 @@ from batchboard.vocabulary import (
     STATUSES,
     STOP,
     UNRESOLVED,
+    WINDOW_SCAN,
 )
 from batchboard.web import (
     NotFound,
@@ -239,9 +240,16 @@ def attention(request: HttpRequest) -> HttpResponse:
 
 @reader(*VIEW_EXECUTIONS)
 def job(request: HttpRequest, job_name: str) -> HttpResponse:
-    """Show a job's trend and steps grid, and its instances, newest first."""
-    form = inputs.read(inputs.ListForm, request)
-    page = queries.instances(job_name, form.page_size, form.token)
+    """
+    Show a job's trend and steps grid, and its instances, newest first,
+    optionally only those created within a time window.
+    """
+    form = inputs.read(inputs.InstancesForm, request)
+    window = form.window
+    if window is None:
+        page = queries.instances(job_name, form.page_size, form.token)
+    else:
+        page = queries.windowed_instances(job_name, window, form.page_size, form.token)
     if not page.rows and page.first and not queries.job_exists(job_name):
         raise NotFound(_("job named “%(name)s”") % {"name": job_name})
     present = Presenter()
@@ -249,7 +257,12 @@ def job(request: HttpRequest, job_name: str) -> HttpResponse:
     show_values = request.user.has_perm(PARAMETER_VALUES)
     if show_values:
         _with_values(present, page.rows)
-    context: dict[str, Any] = {"job_name": job_name, "show_values": show_values}
+    context: dict[str, Any] = {
+        "job_name": job_name,
+        "show_values": show_values,
+        "window_scan": WINDOW_SCAN,
+        **_window_context(request, form),
+    }
     if not wants_fragment(request):
         context["trail"] = present.trail(job_name)
         context["executions_url"] = job_filter_url("batchboard:executions", job_name)
@@ -362,8 +375,13 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
 def executions(request: HttpRequest) -> HttpResponse:
     """Show recent executions across all jobs, filterable by status and job."""
     form = inputs.read(inputs.ExecutionsForm, request)
-    chosen, job_name = form.statuses, form.job_filter
-    page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
+    chosen, job_name, window = form.statuses, form.job_filter, form.window
+    if window is None:
+        page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
+    else:
+        page = queries.windowed_executions(
+            chosen, job_name, window, form.page_size, form.token
+        )
     present = Presenter()
     present.executions(page.rows)
     if chosen and set(chosen) <= {"FAILED", "STOPPED"}:
@@ -377,9 +395,16 @@ def executions(request: HttpRequest) -> HttpResponse:
         "chosen": chosen,
         "job_filter": job_name,
         "statuses": STATUSES,
-        "caption": present.texts["job_order" if job_name else "newest_first"],
+        "caption": present.texts[
+            "last_updated_first"
+            if window is not None
+            else "job_order"
+            if job_name
+            else "newest_first"
+        ],
         # The Failures link of the navigation is this list under FAILED.
         "section": "failures" if chosen == ("FAILED",) else "executions",
+        **_window_context(request, form),
     }
     if job_name and page.first and not page.rows:
         # The job filter is exact: a name's start finds nothing, so say
@@ -400,6 +425,49 @@ def executions(request: HttpRequest) -> HttpResponse:
             for name, members in STATUS_SETS.items()
         ]
     return _list(request, form, page, present, EXECUTIONS, context)
+
+
+#: The window shortcuts the executions list offers: (``since``, label).
+_RECENT_WINDOWS: tuple[tuple[str, Promise], ...] = (
+    ("1h", gettext_lazy("last hour")),
+    ("24h", gettext_lazy("last 24 hours")),
+    ("7d", gettext_lazy("last 7 days")),
+)
+
+
+def _window_context(request: HttpRequest, form: inputs.WindowForm) -> dict[str, Any]:
+    """
+    Return what a list's window inputs show: the bounds as given, the
+    resolved window (UTC) and the shortcuts, which keep the other filters.
+    """
+    window = form.window
+    kept = [
+        (key, value)
+        for key, values in request.GET.lists()
+        if key not in ("since", "until", "cursor")
+        for value in values
+    ]
+    return {
+        # The pickers hold the resolved times, UTC, as datetime-local values.
+        "since_value": _picker_value(window.lower) if window and window.since else "",
+        "until_value": _picker_value(window.upper) if window and window.until else "",
+        "window": window,
+        "window_lower": cursors.moment(window.lower) if window else None,
+        "window_upper": cursors.moment(window.upper) if window else None,
+        "recent_windows": [
+            (
+                label,
+                f"{request.path}?{urlencode([*kept, ('since', since)])}",
+                window is not None and window.since == since and not window.until,
+            )
+            for since, label in _RECENT_WINDOWS
+        ],
+    }
+
+
+def _picker_value(count: int) -> str:
+    """Return a resolved bound as a ``datetime-local`` value (UTC, to the second)."""
+    return cursors.moment(count).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 #: What the executions list's status shortcuts read as.

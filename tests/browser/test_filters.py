@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from tests import factories
 from tests.browser.test_explorer import log_in
@@ -77,3 +81,51 @@ def test_the_purge_form_shows_a_long_job_name_whole(
     page.goto(f"{live_server.url}/executions/?job={name}")
     job = page.locator("input[name=job]")
     assert job.evaluate("e => e.scrollWidth <= e.clientWidth")
+
+
+def test_a_time_window_from_the_pickers_and_a_shortcut(
+    page: Any, live_server: Any
+) -> None:
+    factories.definition("invoice-daily")
+    now = timezone.now().replace(microsecond=0)
+    runs = {}
+    for hours in (1, 5, 30, 80):
+        updated = now - timedelta(hours=hours)
+        for status in ("FAILED", "COMPLETED"):
+            runs[(hours, status)] = factories.execution(
+                factories.instance("invoice-daily"),
+                status,
+                created_at=updated - timedelta(minutes=10),
+                duration=timedelta(minutes=9),
+                updated_at=updated,
+            ).pk
+    log_in(page, live_server)
+    page.goto(f"{live_server.url}/executions/")
+    # The pickers take UTC: a window from 6 h ago to 2 h ago.
+    since = (now - timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%S")
+    until = (now - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    page.fill("input[name=since]", since)
+    page.fill("input[name=until]", until)
+    page.check("input[name=status][value=FAILED]")
+    page.click("form.bb-filters button[type=submit]")
+    page.wait_for_url("**/executions/?*since=*")
+
+    def shown() -> list[int]:
+        return [
+            int(text.lstrip("#"))
+            for text in page.locator(
+                "#bb-rows a[href^='/executions/']"
+            ).all_inner_texts()
+            if text.startswith("#")
+        ]
+
+    assert shown() == [runs[(5, "FAILED")]]
+    assert "Ordered by last update" in page.locator("caption").inner_text()
+    assert page.input_value("input[name=since]") == since
+    # The shortcut keeps the status and replaces the window.
+    page.click("a:text('last 7 days')")
+    page.wait_for_url("**since=7d*")
+    assert shown() == [runs[(hours, "FAILED")] for hours in (1, 5, 30, 80)]
+    if os.environ.get("BATCHBOARD_SCREENSHOTS") == "1":
+        screens = Path(__file__).resolve().parents[2] / "docs" / "screens"
+        page.screenshot(path=str(screens / "windowed-list.png"), full_page=True)

@@ -16,6 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from batchboard import cursors, vocabulary
 from batchboard.explorer import overview, queries, relations
 from tests import factories
 
@@ -285,3 +286,102 @@ def test_a_failure_s_latest_attempt_is_an_index_lookup(db: None) -> None:
     plan = _plan_of(lambda: relations.latest_attempts(failures))
     assert "Seq Scan on ob_job_execution" not in plan, plan
     assert "ob_job_execution_instance_latest" in plan, plan
+
+
+def _seed_timed_executions() -> None:
+    """
+    Give each of 30,000 instances an execution updated a second apart (one
+    in 500 FAILED), the newest now: a busy week behind a night's hour.
+    """
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    definition = factories.definition("busy-job")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO ob_job_execution (job_instance_id, definition_id, attempt, "
+            "status, exit_code, parameters, context_format, context_schema, "
+            "context_schema_version, context_payload, created_at, started_at, "
+            "ended_at, updated_at, version) SELECT id, %s, 1, s, s, "
+            "'{}'::jsonb, 1, 'x', 1, '{}'::jsonb, t, t, t, t, 0 "
+            "FROM (SELECT id, now() - ((SELECT max(id) FROM ob_job_instance) - id) "
+            "* interval '1 second' AS t, "
+            "CASE WHEN id %% 500 = 0 THEN 'FAILED' ELSE 'COMPLETED' END AS s "
+            "FROM ob_job_instance) AS i",
+            [definition.pk],
+        )
+        cursor.execute("ANALYZE ob_job_execution")
+
+
+def _time_window(since: str, until: str = "") -> cursors.TimeWindow:
+    from django.http import QueryDict
+
+    from batchboard.explorer import inputs
+
+    data = QueryDict(mutable=True)
+    data.update({"since": since, **({"until": until} if until else {})})
+    form = inputs.ExecutionsForm(data)
+    assert form.is_valid(), form.errors
+    assert form.window is not None
+    return form.window
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("statuses", [(), ("FAILED",), ("FAILED", "COMPLETED")])
+@pytest.mark.parametrize("job", ["", "busy-job"])
+def test_a_time_window_walks_the_status_time_index(
+    db: None, statuses: tuple[str, ...], job: str
+) -> None:
+    """
+    Every status is a walk down ``(status, updated_at, id)`` inside the
+    window, first page and deep: the executions are never read whole.
+    """
+    _seed_timed_executions()
+    window = _time_window("7d")
+    first = queries.windowed_executions(statuses, job, window, 2)
+    assert len(first.rows) == 2 and first.next_cursor
+    for token in (None, first.next_cursor):
+        plan = _plan_of(
+            lambda token=token: queries.windowed_executions(
+                statuses, job, window, 2, token
+            )
+        )
+        assert "ob_job_execution_status_updated" in plan, plan
+        assert "Seq Scan on ob_job_execution" not in plan, plan
+        assert "Hash Join" not in plan, plan
+        if len(statuses) != 1:
+            walks = plan.split("Append", 1)[1]
+            assert walks.count("Index") >= len(statuses or vocabulary.STATUSES), plan
+
+
+@pytest.mark.postgresql
+def test_a_night_s_hour_reads_an_index_range(db: None) -> None:
+    _seed_timed_executions()
+    window = _time_window("10h", "9h")
+    plan = _plan_of(lambda: queries.windowed_executions(("COMPLETED",), "", window, 50))
+    assert "Index Scan Backward using ob_job_execution_status_updated" in plan, plan
+    assert "updated_at >= " in plan and "updated_at < " in plan, plan
+    assert "Sort" not in plan, plan
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("job", ["busy-job", "rare-job"])
+def test_an_instance_window_examines_a_bounded_range(db: None, job: str) -> None:
+    """
+    Both statements walk an index, limited: the rare job's off its name
+    index; the busy job's (nearly every instance) may walk the primary key.
+    """
+    _seed_history_in_bulk(rare_at=100, total=30000)
+    window = _time_window("1h")
+    first = queries.windowed_instances(job, window, 2)
+    assert len(first.rows) == 2 and first.next_cursor
+    for token in (None, first.next_cursor):
+        with CaptureQueriesContext(connection) as captured:
+            queries.windowed_instances(job, window, 2, token)
+        assert len(captured.captured_queries) == 2
+        for statement in captured.captured_queries:
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN " + statement["sql"])
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            if job == "rare-job":
+                assert "ob_job_instance_name_identity" in plan, plan
+            assert "Seq Scan on ob_job_instance" not in plan, plan
+            assert "Index" in plan, plan

@@ -395,3 +395,67 @@ def test_the_attention_panel_looks_up_each_failure_s_latest_attempt(
         assert response.status_code == 200
 
     _assert_bounded(panel)
+
+
+def _time_window(since: str) -> cursors.TimeWindow:
+    from django.http import QueryDict
+
+    from batchboard.explorer import inputs
+
+    form = inputs.ExecutionsForm(QueryDict(f"since={since}"))
+    assert form.is_valid(), form.errors
+    assert form.window is not None
+    return form.window
+
+
+@pytest.mark.parametrize("statuses", [(), ("UNKNOWN",), ("FAILED", "COMPLETED")])
+@pytest.mark.parametrize("job", ["", "busy-job", "rare-job"])
+def test_a_time_window_walks_the_status_time_index(
+    reader: Client, history: dict[str, Any], statuses: tuple[str, ...], job: str
+) -> None:
+    """
+    One range of ``(status, updated_at, id)`` per status, inside the window
+    and below the position, each limited; several are merged by the key,
+    sorting only the few ids the walks returned.
+    """
+    window = _time_window("100d")
+    deep = cursors.encode(
+        cursors.windowed_executions(statuses, job, window),
+        50,
+        cursors.Windowed(
+            window.upper - 10**12,
+            history["max_execution"] // 2,
+            window.lower,
+            window.upper,
+        ),
+        history["max_execution"],
+    )
+    for token in (None, deep):
+        with CaptureQueriesContext(connection) as captured:
+            queries.windowed_executions(statuses, job, window, 50, token)
+        (statement,) = captured.captured_queries
+        lines = _plan(statement["sql"])
+        assert not _unbounded(lines), lines
+        walked = [line for line in lines if "ob_job_execution_status_updated" in line]
+        assert len(walked) == len(statuses or vocabulary.STATUSES), lines
+        assert all(
+            "(status=? AND updated_at>? AND updated_at<?)" in line for line in walked
+        ), lines
+        if len(statuses) == 1:
+            assert not any("TEMP B-TREE" in line for line in lines), lines
+    query = "&".join(f"status={status}" for status in statuses)
+    url = f"{reverse('batchboard:executions')}?since=100d&job={job}&{query}"
+    _assert_bounded(lambda: _get(reader, url), sorts=len(statuses) != 1)
+
+
+@pytest.mark.parametrize("job", ["busy-job", "rare-job"])
+def test_an_instance_window_walks_the_name_index(
+    reader: Client, history: dict[str, Any], job: str
+) -> None:
+    window = _time_window("100d")
+    plans = _assert_bounded(lambda: queries.windowed_instances(job, window, 2))
+    assert len(plans) == 2
+    for plan in plans:
+        assert "ob_job_instance_name_identity (job_name=?" in "\n".join(plan), plan
+    url = f"{reverse('batchboard:job', args=[job])}?since=100d"
+    _assert_bounded(lambda: _get(reader, url))

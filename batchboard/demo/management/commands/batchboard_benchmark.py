@@ -6,7 +6,9 @@ SQLite, then renders each list page in process at its first page and about
 a million rows deep and prints median times beside a minimal keyset view
 measured in the same run: the floor any page could reach. The pages are the
 overview, the executions list unfiltered and under every status, a busy and
-a rare job (their executions and their instances), the unresolved list, the
+a rare job (their executions and their instances), time windows on the
+executions list (an hour in the night; the last week with and without a
+status and a job), the unresolved list, the
 admin changelist, the record pages and the overdue page; the purge plan
 of a busy job (batch 1,000), a bulk ABANDON plan of 1,000 FAILED
 executions and one alert detector cycle with :data:`DETECTOR_RULES` rules
@@ -29,7 +31,9 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
@@ -95,6 +99,32 @@ DETECTOR_KINDS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("SLOW", {"window": 20}),
     ("FRESHNESS", {"hours": 24}),
 )
+
+
+def _latest_update(alias: str) -> datetime:
+    """
+    Return the latest update time of the history (one read per status, off
+    the ``(status, updated_at, id)`` index).
+    """
+    latest: datetime | None = None
+    for status in vocabulary.STATUSES:
+        found = (
+            JobExecution.objects.using(alias)
+            .filter(status=status)
+            .order_by("-updated_at")
+            .values_list("updated_at", flat=True)
+            .first()
+        )
+        if found is not None and (latest is None or found > latest):
+            latest = found
+    if latest is None:
+        raise CommandError("The history holds no execution.")
+    return latest
+
+
+def _bound_text(moment: datetime) -> str:
+    """Return a whole-second UTC time as a window bound's canonical text."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class _RolledBack(Exception):
@@ -486,6 +516,7 @@ class Command(BenchmarkCommand):
                     html,
                 )
             )
+        results += self._windows(alias, page, facts, executions_url)
         busy_url = f"{reverse('batchboard:job', args=[facts['busy']])}?{size}"
         busy_deep = cursors.encode(
             cursors.instances(facts["busy"]),
@@ -657,6 +688,67 @@ class Command(BenchmarkCommand):
         self._api_report(pairs)
         self._detector(facts, repeat)
         self._applies(alias, user)
+
+    def _windows(
+        self,
+        alias: str,
+        page: Callable[[str, str, str | None], Measured],
+        facts: dict[str, Any],
+        executions_url: str,
+    ) -> list[Measured]:
+        """
+        Return the executions list's time windows: an hour in the night and
+        the last week of the history, with and without a status and a job.
+
+        Deep pages continue from the middle of the window (its time, the
+        newest id), as paging there would leave them.
+        """
+        latest = _latest_update(alias)
+        night = (latest - timedelta(days=1)).replace(
+            hour=2, minute=0, second=0, microsecond=0
+        )
+        hour = (night, night + timedelta(hours=1))
+        week = (latest.replace(microsecond=0) - timedelta(days=7), latest)
+        week = (week[0], week[0] + timedelta(days=7))
+        rows = [
+            ("window: 1 h at night", hour, (), ""),
+            ("window: 1 week", week, (), ""),
+            ("window: 1 week ?status=FAILED", week, ("FAILED",), ""),
+            (f"window: 1 week ?job={facts['busy']}", week, (), facts["busy"]),
+            (
+                f"window: 1 week ?status=FAILED&job={facts['busy']}",
+                week,
+                ("FAILED",),
+                facts["busy"],
+            ),
+        ]
+        measured = []
+        for label, (start, end), statuses, job in rows:
+            since, until = _bound_text(start), _bound_text(end)
+            window = cursors.TimeWindow(
+                since, until, cursors.micros(start), cursors.micros(end)
+            )
+            middle = (window.lower + window.upper) // 2
+            token = cursors.encode(
+                cursors.windowed_executions(statuses, job, window),
+                PAGE_SIZE,
+                cursors.Windowed(
+                    middle, facts["max_execution"], window.lower, window.upper
+                ),
+                facts["max_execution"],
+            )
+            query = urlencode(
+                [
+                    ("size", PAGE_SIZE),
+                    ("since", since),
+                    ("until", until),
+                    *(("status", status) for status in statuses),
+                    *((("job", job),) if job else ()),
+                ]
+            )
+            first = f"{executions_url}?{query}"
+            measured.append(page(label, first, f"{first}&cursor={token}"))
+        return measured
 
     def _measure(self, results: list[Measured], repeat: int) -> None:
         measure(
