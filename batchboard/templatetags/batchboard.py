@@ -247,4 +247,4 @@ def save_view_form(context: Context) -> dict[str, Any]:
     request = context.get("request")
     if request is None:
         return {"location": ""}
-    return {"location": request.get_full_path_info(), "request": request}
+    return {"location": request.get_full_path_info()}

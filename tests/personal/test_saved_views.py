@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from urllib.parse import parse_qsl
 
 import pytest
@@ -334,3 +336,26 @@ def test_list_pages_offer_save_this_view(alice: User) -> None:
         response = client.get(url)
         assert response.status_code == 200, url_name
         assert b'action="/views/save/"' in response.content, url_name
+
+
+def test_the_save_form_posts_with_its_csrf_token(alice: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+    page = client.get("/executions/?status=FAILED&job=payroll").content.decode()
+    form = page[page.index('action="/views/save/"') :]
+    form = form[: form.index("</form>")]
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    location = re.search(r'name="location" value="([^"]+)"', form)
+    assert token and location
+    fields = {
+        "csrfmiddlewaretoken": token[1],
+        "location": html.unescape(location[1]),
+        "name": "from the page",
+    }
+    assert (
+        client.post("/views/save/", {**fields, "csrfmiddlewaretoken": ""}).status_code
+        == 403
+    )
+    assert client.post("/views/save/", fields).status_code == 302
+    saved = SavedView.objects.get(name="from the page")
+    assert dict(parse_qsl(saved.query)) == {"status": "FAILED", "job": "payroll"}
