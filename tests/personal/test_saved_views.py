@@ -359,3 +359,22 @@ def test_the_save_form_posts_with_its_csrf_token(alice: User) -> None:
     assert client.post("/views/save/", fields).status_code == 302
     saved = SavedView.objects.get(name="from the page")
     assert dict(parse_qsl(saved.query)) == {"status": "FAILED", "job": "payroll"}
+
+
+def test_the_menu_is_bounded_and_by_name(alice: User) -> None:
+    from batchboard.personal.views import MENU_VIEWS
+
+    for number in range(MENU_VIEWS + 1):
+        factories.saved_view(alice, name=f"view {number:02d}")
+    menu = _client(alice).get(reverse("batchboard:saved_views_menu"))
+    names = [view.name for view in menu.context["views"]]
+    assert names == sorted(names)
+    assert len(names) == MENU_VIEWS
+    assert menu.context["more"] is True
+    assert b"More on the views page." in menu.content
+
+
+def test_the_header_offers_the_views_menu_and_the_time_zone(alice: User) -> None:
+    page = _client(alice).get(reverse("batchboard:executions")).content.decode()
+    assert f'data-bb-views-menu="{reverse("batchboard:saved_views_menu")}"' in page
+    assert f'href="{reverse("batchboard:time_zone")}"' in page
