@@ -539,6 +539,8 @@ from batchboard.alerts.models import Rule as Rule  # noqa: E402
 from batchboard.alerts.models import RuleChannel as RuleChannel  # noqa: E402
 from batchboard.alerts.models import Watermark as Watermark  # noqa: E402
 from batchboard.api.tokens import ApiToken as ApiToken  # noqa: E402
+from batchboard.personal.models import SavedView as SavedView  # noqa: E402
+from batchboard.personal.models import UserPreference as UserPreference  # noqa: E402
 from batchboard.state import BulkItem as BulkItem  # noqa: E402
 from batchboard.state import BulkOperation as BulkOperation  # noqa: E402
 from batchboard.state import OwnState as OwnState  # noqa: E402

@@ -1,9 +1,13 @@
-"""Refuse any migration run against an attached metadata database."""
+"""
+Refuse any migration run against an attached metadata database, and keep a
+user's time zone in their session when they sign in.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.signals import user_logged_in
 from django.core.management.base import CommandError
 from django.db.models.signals import pre_migrate
 from django.dispatch import receiver
@@ -37,3 +41,11 @@ def refuse_migrating_attached_database(*, using: str, **kwargs: Any) -> None:
             f"(BATCHBOARD_SCHEMA=attached, database alias {alias!r}) and never "
             f"migrates it. Run 'manage.py migrate' without --database={alias}."
         )
+
+
+@receiver(user_logged_in, dispatch_uid="batchboard.time_zone_on_sign_in")
+def remember_time_zone(*, request: Any, user: Any, **kwargs: Any) -> None:
+    """Keep the user's time-zone choice in the new session (see personal.zones)."""
+    from batchboard.personal import zones
+
+    zones.remember_on_sign_in(request, user)

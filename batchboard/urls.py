@@ -15,6 +15,7 @@ from batchboard.api import urls as api_urls
 from batchboard.console import urls as console_urls
 from batchboard.explorer import urls as explorer_urls
 from batchboard.metrics.views import metrics
+from batchboard.personal import urls as personal_urls
 
 app_name = "batchboard"
 
@@ -30,4 +31,6 @@ urlpatterns = [
     path("tokens/revoke/", api_pages.token_revoke, name="api_token_revoke"),
     # Alert rules and channels, the inbox and the overdue page.
     *alerts_urls.urlpatterns,
+    # Saved views of the lists, and the time-zone choice.
+    *personal_urls.urlpatterns,
 ]

@@ -47,6 +47,7 @@ from django_htmx.middleware import HtmxDetails
 
 from batchboard import cursors
 from batchboard.actions import permissions
+from batchboard.personal import zones
 from batchboard.vocabulary import ACTION_CLASSES, CONTROL_CHARACTERS, is_row_id
 
 __all__ = [
@@ -371,7 +372,9 @@ def guarded(gate: Gate, source: Reads = "primary") -> Callable[[View], View]:
                     return _login_redirect(request)
                 if not gate.allows(request.user):
                     raise PermissionDenied
-                return view(request, *args, **kwargs)
+                # Times render in the user's zone (UTC unless they chose one).
+                with zones.activate_for(request):
+                    return view(request, *args, **kwargs)
             except PermissionDenied:
                 return error_page(request, 403, *gate.refusal())
             except cursors.CursorError as error:

@@ -555,3 +555,24 @@ def alert_channel(owner: User, url: str = "https://hooks.example.org/batch") -> 
         owner=owner,
         created_at=timezone.now(),
     )
+
+
+def saved_view(
+    owner: User,
+    name: str = "failed runs",
+    query: str = "status=FAILED",
+    group: Any = None,
+) -> Any:
+    """Save the executions list under ``query`` as ``owner``'s view ``name``."""
+    from batchboard.personal.models import SavedView
+
+    moment = timezone.now()
+    return SavedView.objects.create(
+        owner_id=owner.pk,
+        name=name,
+        url_name="executions",
+        query=query,
+        group_id=getattr(group, "pk", None),
+        created_at=moment,
+        updated_at=moment,
+    )

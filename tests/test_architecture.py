@@ -65,6 +65,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
         "batchboard.site",
         "batchboard.web",
     ),
+    # Saved views and time zones read the explorer's forms, serve no record.
+    "batchboard.personal": (
+        "batchboard.admin",
+        "batchboard.demo",
+        "batchboard.site",
+        "batchboard.explorer.views",
+        "batchboard.console.views",
+    ),
     "batchboard.repository": (
         "batchboard.actions",
         "batchboard.explorer",

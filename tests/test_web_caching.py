@@ -19,6 +19,7 @@ from django.utils.cache import get_max_age
 
 from batchboard import actions
 from batchboard.actions.bulk.plan import bulk_digest
+from batchboard.personal.models import SavedView
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +59,7 @@ def records() -> dict[str, Any]:
         "source": "executions",
         "action": "ABANDON",
         "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
+        "view_id": factories.saved_view(factories.user("view-owner")).pk,
     }
 
 
@@ -126,7 +128,10 @@ def test_every_page_and_fragment_is_private_and_not_stored(
     client = Client(headers=HEADERS.get(str(pattern.name), {}))
     checked = []
     anonymous = client.get(url, query)
-    client.force_login(User.objects.create_superuser("root", password="pw"))
+    root = User.objects.create_superuser("root", password="pw")
+    # A saved view opens for its owner: the signed-in user is made its owner.
+    SavedView.objects.filter(pk=records["view_id"]).update(owner_id=root.pk)
+    client.force_login(root)
     page = client.get(url, query)
     fragment = client.get(url, query, headers={"HX-Request": "true"})
     # An invalid POST to an action is an error page naming what was asked.

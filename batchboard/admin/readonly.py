@@ -40,7 +40,7 @@ from batchboard.admin.changelist import (
     SelectionInvalid,
     selected_ids,
 )
-from batchboard.explorer.presenters import exit_text
+from batchboard.explorer.presenters import exit_text, utc_text
 from batchboard.vocabulary import (
     ACTIVE,
     CONTROL_CHARACTERS,
@@ -93,7 +93,7 @@ def utc_column(name: str, description: StrOrPromise) -> Callable[[Any], str]:
         moment = moment.astimezone(dt.UTC)
         # Digits and separators only: nothing here needs escaping.
         return SafeString(
-            f'<time datetime="{moment.isoformat()}">'
+            f'<time datetime="{moment.isoformat()}" title="{utc_text(moment)}">'
             f"{moment:%Y-%m-%d}\u00a0{moment:%H:%M:%S}Z</time>"
         )
 

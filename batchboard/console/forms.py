@@ -37,6 +37,7 @@ from batchboard.actions.purge import (
     MIN_AGE_SECONDS,
 )
 from batchboard.explorer.inputs import (
+    Continuation,
     ListForm,
     TextField,
     WholeNumberField,
@@ -482,7 +483,7 @@ class PurgeApplyForm(PurgeCriteriaForm, ActionForm):
 _POSITION = _("“after” must name an instance and an execution, as in 12:345.")
 
 
-class PositionField(TextField):
+class PositionField(Continuation, TextField):
     """
     Where a page of a plan's candidates continues: ``<instance>:<execution>``,
     two ids; blank means from the first.

@@ -46,6 +46,7 @@ __all__ = [
     "age_choices",
     "JUMP_KINDS",
     "ChoiceFilterField",
+    "Continuation",
     "ExecutionForm",
     "ExecutionsForm",
     "InstancesForm",
@@ -149,7 +150,16 @@ class WholeNumberField(SharedField):
         }
 
 
-class CursorField(TextField):
+class Continuation:
+    """
+    Marks a field that says where a list continues, not what it shows.
+
+    A saved view keeps a list's filters and drops every such field
+    (:func:`batchboard.personal.lists.continuation_keys`).
+    """
+
+
+class CursorField(Continuation, TextField):
     """A continuation token: lowercase hex, at most its format's length."""
 
     def __init__(self, **kwargs: Any) -> None:

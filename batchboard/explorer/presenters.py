@@ -297,11 +297,21 @@ def group_digits(value: int | None) -> SafeString:
 
 
 class Moment(TypedDict):
-    """A UTC time as a template shows it: machine-readable, as text, and its age."""
+    """
+    A time as a template shows it: machine-readable (UTC), as text in the
+    request's time zone, as text in UTC (its ``title``), and its age.
+    """
 
     iso: SafeString
     text: SafeString
+    utc: SafeString
     ago: SafeString
+
+
+def utc_text(moment: datetime) -> str:
+    """Return a UTC time as the pages write it: ``2026-03-01 14:02:03Z``."""
+    iso = moment.astimezone(UTC).isoformat()
+    return f"{iso[:10]} {iso[11:19]}Z"
 
 
 class Clock:
@@ -310,6 +320,10 @@ class Clock:
     def __init__(self, now: datetime | None = None) -> None:
         self.now = now or timezone.now()
         self._formats = texts()
+        # The zone the texts are in: the request's (personal.zones), read
+        # once; None when it is UTC.
+        zone = timezone.get_current_timezone()
+        self._zone = None if getattr(zone, "key", "") == "UTC" else zone
 
     def span(self, seconds: float, whole: bool = False) -> SafeString:
         """Return a span in human units (:func:`batchboard.spans.span`)."""
@@ -342,10 +356,15 @@ class Clock:
             return None
         if moment.tzinfo is not UTC:
             moment = moment.astimezone(UTC)
-        iso = moment.isoformat()
+        utc = SafeString(utc_text(moment))
+        text = utc
+        if self._zone is not None:
+            local = moment.astimezone(self._zone)
+            text = SafeString(f"{local:%Y-%m-%d %H:%M:%S} {local.tzname() or ''}")
         return {
-            "iso": SafeString(iso),
-            "text": SafeString(f"{iso[:10]} {iso[11:19]}Z"),
+            "iso": SafeString(moment.isoformat()),
+            "text": text,
+            "utc": utc,
             "ago": self.age(moment),
         }
 

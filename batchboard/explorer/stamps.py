@@ -249,6 +249,7 @@ _ROW_SLOTS: Final = (
     "attempt",
     "created.iso",
     "created.text",
+    "created.utc",
     "created.ago",
     "duration",
     "duration_bounds",
@@ -321,7 +322,7 @@ def _row_stand_in(row: Row) -> Row:
 
 def _moment(stands: Mapping[str, SafeString], path: str) -> dict[str, SafeString]:
     """Return a time of stand-ins (a Moment's parts), its slots under ``path``."""
-    return {part: stands[f"{path}.{part}"] for part in ("iso", "text", "ago")}
+    return {part: stands[f"{path}.{part}"] for part in ("iso", "text", "utc", "ago")}
 
 
 def _row_values(row: Row, paths: Sequence[Sequence[str]]) -> list[object]:
@@ -416,6 +417,7 @@ _INSTANCE_SLOTS: Final = (
     "url",
     "created.iso",
     "created.text",
+    "created.utc",
     "created.ago",
     "parameter_value_chips",
     "parameter_chips",
@@ -487,6 +489,7 @@ _JOB_SLOTS: Final = (
     "chips",
     "last.created.iso",
     "last.created.text",
+    "last.created.utc",
     "last.created.ago",
     "running_url",
     "running_label",

@@ -9,6 +9,7 @@ Rows get their times, ages and links from
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -24,6 +25,7 @@ from django.utils.translation import get_language
 from batchboard.actions import eligibility, permissions
 from batchboard.explorer.presenters import NOTHING, Clock, group_digits
 from batchboard.explorer.stamps import execution_lines, instance_lines, job_lines
+from batchboard.personal import zones
 
 register = template.Library()
 
@@ -210,3 +212,39 @@ def bulk_entry(context: Context, source: str, job: str = "") -> dict[str, Any]:
         if permissions.may(request.user, action)
     ]
     return {"links": links}
+
+
+@register.inclusion_tag("batchboard/partials/time.html", takes_context=True)
+def timestamp(context: Context, value: datetime | None) -> dict[str, Any]:
+    """
+    Show one time of a record the presenters do not prepare (a bulk
+    operation's, a token's): ``datetime=`` and ``title=`` in UTC, the text in
+    the signed-in user's time zone.
+    """
+    request = context.get("request")
+    # The context's user: an error page for a failed database sets it to
+    # None, so that rendering touches the database no more.
+    user = context.get("user")
+    if request is None or not getattr(user, "is_authenticated", False):
+        return {"time": Clock().moment(value)}
+    with zones.activate_for(request):
+        return {"time": Clock().moment(value)}
+
+
+@register.simple_tag(takes_context=True)
+def time_zone_choice(context: Context) -> str:
+    """Return the signed-in user's time-zone choice (personal.zones); UTC if none."""
+    request = context.get("request")
+    user = context.get("user")
+    if request is None or not getattr(user, "is_authenticated", False):
+        return zones.UTC
+    return zones.choice(request)
+
+
+@register.inclusion_tag("batchboard/partials/save_view.html", takes_context=True)
+def save_view_form(context: Context) -> dict[str, Any]:
+    """Offer "Save this view" for the list page being shown (personal.lists)."""
+    request = context.get("request")
+    if request is None:
+        return {"location": ""}
+    return {"location": request.get_full_path_info()}

@@ -50,7 +50,8 @@ def test_a_moment_shows_in_utc() -> None:
     column = utc_column("ended_at", "ended")
     moment = dt.datetime(2026, 11, 30, 9, 0, tzinfo=dt.timezone(dt.timedelta(hours=1)))
     assert column(_Row(ended_at=moment)) == (
-        '<time datetime="2026-11-30T08:00:00+00:00">2026-11-30\u00a008:00:00Z</time>'
+        '<time datetime="2026-11-30T08:00:00+00:00" title="2026-11-30 08:00:00Z">'
+        "2026-11-30\u00a008:00:00Z</time>"
     )
     assert column(_Row(ended_at=None)) == EMPTY
 

@@ -55,6 +55,12 @@ NOT_PAGES = {
     "inbox_count",
     "job_names",
     "api_token_revoke",
+    # Saved views: the menu's fragment, the POSTs and the redirects to a list.
+    "saved_views_menu",
+    "save_view",
+    "edit_view",
+    "saved_view",
+    "default_view",
     # Not HTML: /metrics (its text format).
     "metrics",
 }
@@ -167,6 +173,8 @@ def pages(seeded: dict[str, Any]) -> dict[str, str]:
         "inbox": reverse("batchboard:inbox"),
         "overdue": reverse("batchboard:overdue"),
         "api_tokens": reverse("batchboard:api_tokens"),
+        "saved_views": reverse("batchboard:saved_views"),
+        "time_zone": reverse("batchboard:time_zone"),
     }
 
 

@@ -51,6 +51,7 @@ def test_times_ages_and_durations_are_as_of_one_now() -> None:
     assert moment == {
         "iso": "2026-03-01T11:55:57+00:00",
         "text": "2026-03-01 11:55:57Z",
+        "utc": "2026-03-01 11:55:57Z",
         "ago": "4 min 03 s ago",
     }
     assert clock.moment(None) is None

@@ -155,6 +155,7 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
         "action": lambda _t: "ABANDON",
         "bulk_id": lambda _t: _bulk_id(),
         "channel_id": lambda _t: _channel_id(),
+        "view_id": lambda _t: _view_id(),
         "url": lambda _t: "no-such-page/",
     }
 
@@ -177,6 +178,16 @@ def _channel_id() -> str:
     first = Channel.objects.order_by("pk").values_list("pk", flat=True).first()
     if first is None:
         raise UnfilledParameter("no alert channel recorded")
+    return str(first)
+
+
+def _view_id() -> str:
+    """Return the first saved view's id."""
+    from batchboard.personal.models import SavedView
+
+    first = SavedView.objects.order_by("pk").values_list("pk", flat=True).first()
+    if first is None:
+        raise UnfilledParameter("no saved view recorded")
     return str(first)
 
 

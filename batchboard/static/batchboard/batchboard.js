@@ -174,3 +174,53 @@ document.addEventListener("DOMContentLoaded", () => {
     window.htmx.ajax("GET", count.dataset.bbInboxCount, { target: count, swap: "innerHTML" });
   }
 });
+
+// The header's saved views load when their menu is first opened, so a page's
+// own statements stay its own.
+document.addEventListener(
+  "toggle",
+  (event) => {
+    const menu = event.target;
+    if (!(menu instanceof HTMLDetailsElement) || !menu.open || !menu.classList.contains("bb-views-menu")) {
+      return;
+    }
+    const body = menu.querySelector("[data-bb-views-menu]");
+    if (body instanceof HTMLElement && !body.dataset.bbLoaded && window.htmx) {
+      body.dataset.bbLoaded = "true";
+      window.htmx.ajax("GET", body.dataset.bbViewsMenu, { target: body, swap: "innerHTML" });
+    }
+  },
+  true,
+);
+
+// Times in the browser's zone, when the reader chose it: each <time> keeps its
+// UTC value in datetime= and title=, and its text is rewritten from datetime=
+// on load and after every swap. Days (a date alone) stay UTC days.
+function twoDigits(number) {
+  return String(number).padStart(2, "0");
+}
+
+function localTimes(root) {
+  const meta = document.querySelector('meta[name="bb-time-zone"]');
+  if (!meta || meta.getAttribute("content") !== "browser" || !(root instanceof Element || root instanceof Document)) {
+    return;
+  }
+  const zoneName = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
+  for (const element of root.querySelectorAll("time[datetime]")) {
+    const value = element.getAttribute("datetime") || "";
+    if (!value.includes("T")) {
+      continue;
+    }
+    const moment = new Date(value);
+    if (Number.isNaN(moment.getTime())) {
+      continue;
+    }
+    const zone = zoneName.formatToParts(moment).find((part) => part.type === "timeZoneName");
+    element.textContent =
+      `${moment.getFullYear()}-${twoDigits(moment.getMonth() + 1)}-${twoDigits(moment.getDate())} ` +
+      `${twoDigits(moment.getHours())}:${twoDigits(moment.getMinutes())}:${twoDigits(moment.getSeconds())}` +
+      (zone ? ` ${zone.value}` : "");
+  }
+}
+document.addEventListener("DOMContentLoaded", () => localTimes(document));
+document.addEventListener("htmx:afterSettle", () => localTimes(document));
