@@ -142,6 +142,20 @@ def test_reading_a_search() -> None:
         "a": JobParameter.i64(-5),
         "b": JobParameter.boolean(True),
     }
+    bounds = search.read(
+        QueryDict(
+            "job=j&name=low&kind=i64&value=-9223372036854775808"
+            "&name=high&kind=u64&value=18446744073709551615"
+        )
+    )
+    assert bounds.parameters == {
+        "low": JobParameter.i64(-(2**63)),
+        "high": JobParameter.u64(2**64 - 1),
+    }
+    for kind, value in (("u64", "18446744073709551616"), ("i64", "1e3"), ("u64", "٣")):
+        refused = search.read(QueryDict(f"job=j&name=n&kind={kind}&value={value}"))
+        assert refused.parameters == {} and len(refused.errors) == 1
+        assert value not in refused.errors[0]
     twice = search.read(
         QueryDict("job=j&name=a&kind=u64&value=1&name=a&kind=u64&value=2")
     )
