@@ -47,12 +47,17 @@ def records() -> dict[str, Any]:
     factories.definition("nightly-import")
     instance = factories.instance("nightly-import")
     execution = factories.execution(instance, "FAILED")
+    restart = factories.execution(instance, "COMPLETED", restart_of=execution)
     step = factories.step(execution, status="FAILED")
     partition = factories.partition(step, "p1", 1)
     return {
         "job_name": "nightly-import",
         "instance_id": instance.pk,
         "execution_id": execution.pk,
+        "a": execution.pk,
+        "b": restart.pk,
+        # The two rows the executions list's compare form sends.
+        "pair": [execution.pk, restart.pk],
         "step_id": step.pk,
         "partition_id": partition.pk,
         "bulk_id": _bulk_operation(execution),
@@ -106,6 +111,7 @@ def test_the_resolver_lists_the_pages_and_the_actions() -> None:
 #: Query parameters a page needs to show its record rather than a 400.
 QUERIES = {
     "jump": {"kind": "execution", "id": "execution_id"},
+    "compare_selected": {"execution": "pair"},
     # The API's unresolved list takes its age bound as the CLI does.
     "api-unresolved": {"unresolved_age": "15m"},
 }

@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from django import forms
 from django.db.models import Model, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.functional import Promise
@@ -39,12 +38,12 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import cursors, db
-from batchboard.actions.envelope import OPERATION_ID_RE
 from batchboard.cursors import QuerySpec
 from batchboard.explorer.inputs import (
     ChoiceFilterField,
     JobNameField,
     ListForm,
+    OperationIdField,
     TextField,
 )
 from batchboard.explorer.links import job_filter_url, link
@@ -179,30 +178,6 @@ def served(name: str) -> bool:
 
 
 # -- the form -----------------------------------------------------------------------
-
-
-class OperationIdField(TextField):
-    """
-    An exact operation-id filter: an OperationId of the contract or blank.
-
-    Anything else (too long, a space, a character outside the contract's
-    set) could name no recorded request, so it is refused, not looked up.
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(required=False, strip=False, **kwargs)
-
-    def clean(self, value: Any) -> str:
-        operation = str(super().clean(value))
-        if operation and not OPERATION_ID_RE.fullmatch(operation):
-            raise forms.ValidationError(
-                _(
-                    "An operation id is 1 to 64 characters: letters, digits "
-                    "and . _ : - (as the request that recorded it gave it)."
-                ),
-                code="invalid",
-            )
-        return operation
 
 
 class AuditForm(ListForm):
@@ -522,3 +497,8 @@ def bulk_operations(limit: int = BULK_OPERATIONS_SHOWN) -> list[BulkOperation]:
     its page, which lists its items and their audit rows.
     """
     return list(BulkOperation.objects.order_by("-started_at", "-id")[:limit])
+
+
+def is_bulk(operation: str) -> bool:
+    """Return whether ``operation`` is a bulk operation's id (one unique lookup)."""
+    return BulkOperation.objects.filter(bulk_id=operation).exists()

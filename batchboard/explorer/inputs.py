@@ -26,6 +26,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import conf, cursors
+from batchboard.actions.envelope import OPERATION_ID_RE
 from batchboard.vocabulary import (
     MAX_PAGE_SIZE,
     MAX_UNRESOLVED_AGE,
@@ -44,7 +45,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AGE_CHOICES",
     "age_choices",
+    "JUMP_IDS",
     "JUMP_KINDS",
+    "CompareForm",
     "ChoiceFilterField",
     "Continuation",
     "ExecutionForm",
@@ -54,6 +57,7 @@ __all__ = [
     "JobNamesForm",
     "JumpForm",
     "ListForm",
+    "OperationIdField",
     "OverviewForm",
     "StatusesField",
     "UnresolvedForm",
@@ -84,8 +88,11 @@ def age_choices() -> tuple[tuple[int, str], ...]:
     return _age_choices_in(get_language())
 
 
-#: The records the header's jump box opens, by the name of their page.
-JUMP_KINDS = ("execution", "instance", "step")
+#: The records the header's jump box opens by id, by the name of their page.
+JUMP_IDS = ("execution", "instance", "step")
+#: What the jump box opens: a record by id, a job by (the start of) its
+#: name, an operator request or a bulk operation by its operation id.
+JUMP_KINDS = (*JUMP_IDS, "job", "operation")
 
 _UNKNOWN_FILTER = _("Unknown filter value")
 
@@ -349,6 +356,29 @@ class WindowBoundField(SharedField):
         return WindowBound(f"{canonical}Z", at=at)
 
 
+class OperationIdField(TextField):
+    """
+    An exact operation-id filter: an OperationId of the contract or blank.
+
+    Anything else (too long, a space, a character outside the contract's
+    set) could name no recorded request, so it is refused, not looked up.
+    """
+
+    message = _(
+        "An operation id is 1 to 64 characters: letters, digits "
+        "and . _ : - (as the request that recorded it gave it)."
+    )
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(required=False, strip=False, **kwargs)
+
+    def clean(self, value: Any) -> str:
+        operation = str(super().clean(value))
+        if operation and not OPERATION_ID_RE.fullmatch(operation):
+            raise forms.ValidationError(self.message, code="invalid")
+        return operation
+
+
 class ExplorerForm(forms.Form):
     """A form over a page's query string; :func:`read` binds and checks it."""
 
@@ -564,32 +594,103 @@ class ExecutionForm(ListForm):
 
 
 class JumpForm(ExplorerForm):
-    """The header's jump box: a kind of record and its id (``#`` allowed)."""
+    """
+    The header's jump box: a kind and what names one (``id``).
+
+    An execution, instance or step is named by its numeric id (``#``
+    allowed), a job by its name or the start of it, an operation by its
+    operation id (an operator request's, or a bulk operation's bulk id).
+    """
 
     kind = TextField(required=False)
-    id = TextField(required=False)
+    id = TextField(required=False, strip=False)
 
     def clean_kind(self) -> str:
         kind = str(self.cleaned_data["kind"]) or JUMP_KINDS[0]
         if kind not in JUMP_KINDS:
             raise forms.ValidationError(
-                _("Jump to an execution, an instance or a step."), code="invalid_choice"
+                _("Jump to an execution, an instance, a step, a job or an operation."),
+                code="invalid_choice",
             )
         return kind
 
-    def clean_id(self) -> int:
-        raw = str(self.cleaned_data["id"]).removeprefix("#")
-        ident = parse_whole_number(raw)
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        kind, raw = data.get("kind"), str(data.get("id", ""))
+        if kind is None:
+            return data
+        if kind == "job":
+            data["id"] = self._job_name(raw.strip())
+        elif kind == "operation":
+            data["id"] = self._operation(raw.strip())
+        else:
+            data["id"] = self._record_id(raw.strip())
+        return data
+
+    def _record_id(self, raw: str) -> int:
+        ident = parse_whole_number(raw.removeprefix("#"))
         if ident is None or ident == 0:
-            raise forms.ValidationError(
-                _("Type the numeric id of an execution, an instance or a step."),
-                code="invalid",
+            self._refuse(
+                _("Type the numeric id of an execution, an instance or a step.")
             )
-        return ident
+        return int(ident or 0)
+
+    def _job_name(self, raw: str) -> str:
+        if not raw or len(raw.encode("utf-8")) > cursors.MAX_NAME_BYTES:
+            self._refuse(
+                _("Type a job name, or its start: 1 to %(max)s bytes.")
+                % {"max": cursors.MAX_NAME_BYTES}
+            )
+        return raw
+
+    def _operation(self, raw: str) -> str:
+        # A bulk id is made of the same characters as an operation id.
+        try:
+            operation = OperationIdField().clean(raw)
+        except forms.ValidationError as error:
+            raise forms.ValidationError({"id": error}) from None
+        if not operation:
+            self._refuse(OperationIdField.message)
+        return operation
+
+    def _refuse(self, message: str | _StrPromise) -> None:
+        raise forms.ValidationError({"id": forms.ValidationError(message)})
 
     @property
-    def target(self) -> tuple[str, int]:
-        return str(self.cleaned_data["kind"]), int(self.cleaned_data["id"])
+    def target(self) -> tuple[str, int | str]:
+        value = self.cleaned_data["id"]
+        kind = str(self.cleaned_data["kind"])
+        return kind, int(value) if kind in JUMP_IDS else str(value)
+
+
+class CompareForm(ExplorerForm):
+    """The executions list's selection to compare: exactly two execution ids."""
+
+    execution = SharedField(required=False)
+
+    titles = {"execution": _("Choose two executions")}
+
+    def __init__(self, data: Any = None, **kwargs: Any) -> None:
+        super().__init__(data, **kwargs)
+        self.chosen = data.getlist("execution") if data is not None else []
+
+    def clean_execution(self) -> tuple[int, int]:
+        ids = [parse_whole_number(str(each).strip()) for each in self.chosen[:3]]
+        if len(ids) != 2 or None in ids or 0 in ids:
+            raise forms.ValidationError(
+                _("Select exactly two executions to compare."), code="invalid"
+            )
+        left, right = sorted(int(each or 0) for each in ids)
+        if left == right:
+            raise forms.ValidationError(
+                _("Select two different executions to compare."), code="invalid"
+            )
+        return left, right
+
+    @property
+    def pair(self) -> tuple[int, int]:
+        left, right = self.cleaned_data["execution"]
+        return int(left), int(right)
 
 
 FormT = TypeVar("FormT", bound=ExplorerForm)

@@ -56,6 +56,11 @@ def link(name: str, pk: int | None) -> SafeString | None:
     return SafeString(f"{head}{int(pk)}{tail}")
 
 
+def compare_link(left: int, right: int) -> SafeString:
+    """Return the link to the comparison of executions ``left`` and ``right``."""
+    return SafeString(escape(reverse("batchboard:compare", args=[left, right])))
+
+
 #: Job names browsers would resolve as a path segment ("." and ".."),
 #: and how their segment reads once the server has decoded it.
 _DOT_NAMES: Final = {".": "%2E", "..": "%2E%2E"}

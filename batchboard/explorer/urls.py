@@ -74,4 +74,7 @@ urlpatterns = [
     path("jump/", views.jump, name="jump"),
     path("job-names/", views.job_names, name="job_names"),
     path("audit/", views.audit, name="audit"),
+    path("compare/", views.compare_selected, name="compare_selected"),
+    path("compare/<int:a>/<int:b>/", views.compare, name="compare"),
+    path("instances/search/", views.parameter_search, name="parameter_search"),
 ]

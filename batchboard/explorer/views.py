@@ -17,18 +17,23 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.functional import Promise
 from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods
 from django_htmx.http import replace_url
 
 from batchboard import actions, conf, cursors
 from batchboard.actions import eligibility, envelope, permissions
+from batchboard.digests import PARAMETER_KINDS
 from batchboard.explorer import audit as audit_log
 from batchboard.explorer import cause, cli, inputs, overview, queries, relations, trends
+from batchboard.explorer import compare as comparing
+from batchboard.explorer import search as parameter_search_form
 from batchboard.explorer.access import (
     PARAMETER_VALUES,
     VIEW_AUDIT,
@@ -39,7 +44,13 @@ from batchboard.explorer.access import (
     VIEW_PARTITIONS,
     VIEW_STEP_ROWS,
 )
-from batchboard.explorer.links import job_filter_url, job_url, link, url_pattern
+from batchboard.explorer.links import (
+    compare_link,
+    job_filter_url,
+    job_url,
+    link,
+    url_pattern,
+)
 from batchboard.explorer.pagination import Page, Row
 from batchboard.explorer.presenters import SHOWN_PARAMETERS, Presenter
 from batchboard.vocabulary import (
@@ -53,12 +64,16 @@ from batchboard.vocabulary import (
     STATUS_SETS,
     STATUSES,
     STOP,
+    SUGGESTED_NAMES,
     UNRESOLVED,
     WINDOW_SCAN,
 )
 from batchboard.web import (
+    ErrorPage,
     NotFound,
+    ReadGate,
     first_page_url,
+    guarded,
     known_id,
     missing,
     reader,
@@ -349,6 +364,9 @@ def instance(request: HttpRequest, instance_id: int) -> HttpResponse:
     if page.first and not wants_fragment(request):
         # The attempts as a chain, first to latest (the page lists latest first).
         chain = list(reversed(page.rows))
+        # Each attempt compares with the one before it.
+        for before, run in zip(chain, chain[1:], strict=False):
+            run["compare_url"] = compare_link(int(before["id"]), int(run["id"]))
     # What the hold buttons and the CLI commands offer: the eligibility
     # rule's answers; a restart follows the latest attempt (listed first).
     offers = eligibility.for_instance(held=bool(found and found["hold_actor"]))
@@ -673,6 +691,10 @@ def _live_region(
     )
     found["previous_attempt"] = present.attempt(before)
     found["next_attempt"] = present.attempt(after)
+    if before is not None:
+        before["compare_url"] = compare_link(int(before["id"]), execution_id)
+    if after is not None:
+        after["compare_url"] = compare_link(execution_id, int(after["id"]))
     partitions = request.user.has_perm(VIEW_PARTITION_ROWS)
     page = queries.steps(execution_id, size, token, partitions=partitions)
     top = _step_rows(present, found, page, partitions)
@@ -954,9 +976,50 @@ def partition_row(request: HttpRequest, partition_id: int) -> HttpResponse:
 
 @reader(*VIEW_EXECUTIONS)
 def jump(request: HttpRequest) -> HttpResponse:
-    """Open an execution, instance or step by id (the header's jump box)."""
-    kind, pk = inputs.read(inputs.JumpForm, request).target
-    return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[pk]))
+    """
+    Open what the header's jump box names: a record by id, a job by name,
+    an operation by its id.
+
+    A job name opens the job whose name it is, or the one job whose name
+    starts with it; several such jobs are listed (SUGGESTED_NAMES at most).
+    An operation id opens its audit row (the audit log filtered by it), a
+    bulk id its bulk operation.
+    """
+    kind, target = inputs.read(inputs.JumpForm, request).target
+    if kind == "job":
+        return _jump_to_job(request, str(target))
+    if kind == "operation":
+        return HttpResponseRedirect(_operation_location(request, str(target)))
+    return HttpResponseRedirect(reverse(f"batchboard:{kind}", args=[target]))
+
+
+def _jump_to_job(request: HttpRequest, start: str) -> HttpResponse:
+    """Open the job ``start`` names, or list the jobs whose names start so."""
+    if not request.user.has_perms(VIEW_OVERVIEW):
+        raise PermissionDenied
+    names = queries.job_names_starting(start)
+    if start in names or (not names and queries.job_exists(start)):
+        return HttpResponseRedirect(_job_location(start))
+    if len(names) == 1:
+        return HttpResponseRedirect(_job_location(names[0]))
+    if not names:
+        raise NotFound(_("job whose name starts with “%(name)s”") % {"name": start})
+    context = {
+        "start": start,
+        "jobs": [(name, job_url(name)) for name in names],
+        "more": len(names) == SUGGESTED_NAMES,
+    }
+    return render(request, "batchboard/jump_jobs.html", context)
+
+
+def _operation_location(request: HttpRequest, operation: str) -> str:
+    """
+    Return where an operation id leads: its bulk operation if it is a bulk
+    id (for a reader of the audit log), else the audit log filtered by it.
+    """
+    if request.user.has_perms(VIEW_AUDIT) and audit_log.is_bulk(operation):
+        return reverse("batchboard:bulk_operation", args=[operation])
+    return f"{reverse('batchboard:audit')}?{urlencode({'operation': operation})}"
 
 
 @reader(*VIEW_OVERVIEW)
@@ -1000,3 +1063,94 @@ def audit(request: HttpRequest) -> HttpResponse:
     if found.page.first and not wants_fragment(request):
         context["bulk_operations"] = audit_log.bulk_operations()
     return _list(request, form, found.page, present, AUDIT_LOG, context)
+
+
+# -- two executions side by side --------------------------------------------------------
+
+
+@reader(*VIEW_EXECUTION_PAGE)
+def compare(request: HttpRequest, a: int, b: int) -> HttpResponse:
+    """Set two executions side by side: runs, definitions, steps, flow, parameters."""
+    left, right = a, b
+    if left == right:
+        raise ErrorPage(
+            _("Two executions are needed"),
+            _("Execution #%(id)s was given twice: compare it with another one.")
+            % {"id": left},
+        )
+    one, other = _execution_or_404(left), _execution_or_404(right)
+    present = Presenter()
+    found = comparing.compare(
+        one, other, partitions=request.user.has_perm(VIEW_PARTITION_ROWS)
+    )
+    comparing.present(found, present)
+    context = _context(
+        request,
+        present,
+        comparison=found,
+        left=found.left,
+        right=found.right,
+        sides=(found.left, found.right),
+        same_job=one["job_name"] == other["job_name"],
+        swap_url=compare_link(right, left),
+        compared_steps=comparing.COMPARED_STEPS,
+    )
+    return render(request, "batchboard/compare.html", context)
+
+
+@reader(*VIEW_EXECUTIONS)
+def compare_selected(request: HttpRequest) -> HttpResponse:
+    """Open the comparison of the two executions a list's rows selected."""
+    form = inputs.CompareForm(request.GET)
+    if not form.is_valid():
+        raise ErrorPage(_("Choose two executions"), str(form.errors["execution"][0]))
+    return HttpResponseRedirect(reverse("batchboard:compare", args=form.pair))
+
+
+# -- parameter search ------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@guarded(ReadGate((*VIEW_EXECUTIONS, PARAMETER_VALUES)), source="replica")
+def parameter_search(request: HttpRequest) -> HttpResponse:
+    """
+    Find a job's instance by its typed identifying parameters (a POST).
+
+    A match opens the instance's page. The form (a GET, ``?job=`` naming
+    the job) offers the names and kinds of the job's newest instance; given
+    back after a search it keeps names and kinds, never a value.
+    """
+    if request.method != "POST":
+        job_name = inputs.read(inputs.JobNamesForm, request).start
+        known: list[tuple[str, str]] = []
+        if job_name:
+            newest = queries.instances(job_name, 1).rows
+            known = list(newest[0]["parameters"]) if newest else []
+        return _search_page(request, job_name, known, [], 200)
+    search = parameter_search_form.read(request.POST)
+    if search.errors:
+        return _search_page(request, search.job_name, search.rows, search.errors, 400)
+    found = parameter_search_form.find(search)
+    if found is None:
+        message = _(
+            "No instance of job “%(name)s” has these identifying parameters."
+        ) % {"name": search.job_name}
+        return _search_page(request, search.job_name, search.rows, [message], 404)
+    return HttpResponseRedirect(reverse("batchboard:instance", args=[found]))
+
+
+def _search_page(
+    request: HttpRequest,
+    job_name: str,
+    known: list[tuple[str, str]],
+    errors: list[str],
+    status: int,
+) -> HttpResponse:
+    context = {
+        "job_name": job_name,
+        "rows": parameter_search_form.form_rows(known),
+        "kinds": PARAMETER_KINDS,
+        "errors": errors,
+        "job_url": job_url(job_name) if job_name else None,
+    }
+    return render(request, "batchboard/parameter_search.html", context, status=status)

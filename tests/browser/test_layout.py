@@ -42,6 +42,7 @@ NOT_PAGES = {
     "step_row",
     "partition_row",
     "jump",
+    "compare_selected",
     "purge_apply",
     "action_stop",
     "action_abandon",
@@ -160,6 +161,8 @@ def pages(seeded: dict[str, Any]) -> dict[str, str]:
         ),
         "operator_requests": reverse("batchboard:operator_requests", args=[execution]),
         "audit": reverse("batchboard:audit"),
+        "compare": reverse("batchboard:compare", args=[execution, seeded["stuck"].pk]),
+        "parameter_search": reverse("batchboard:parameter_search") + "?job=" + LONG_JOB,
         "purge_plan": reverse("batchboard:purge_plan") + "?job_name=" + LONG_JOB,
         "bulk_plan": reverse("batchboard:bulk_plan", args=["executions", "ABANDON"])
         + "?status=FAILED",

@@ -54,6 +54,8 @@ def _arguments(history: History) -> dict[str, Any]:
     assert partition is not None
     return {
         "execution_id": history.restart.pk,
+        "a": history.failed.pk,
+        "b": history.restart.pk,
         "instance_id": history.instance.pk,
         "step_id": history.partitioned.pk,
         "partition_id": partition.pk,

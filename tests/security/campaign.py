@@ -141,6 +141,9 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
 
     return {
         "execution_id": lambda _t: str(world.restart.pk),
+        # Two executions compared: a failed attempt and its restart.
+        "a": lambda _t: str(world.failed.pk),
+        "b": lambda _t: str(world.restart.pk),
         "instance_id": lambda _t: str(world.instance.pk),
         "step_id": lambda _t: str(world.step.pk),
         "partition_id": lambda _t: str(world.partition.pk),
