@@ -58,6 +58,7 @@ def records() -> dict[str, Any]:
         "source": "executions",
         "action": "ABANDON",
         "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
+        "policy_id": factories.retention_policy(factories.user("policy-owner")).pk,
     }
 
 

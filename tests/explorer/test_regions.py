@@ -62,6 +62,7 @@ def _arguments(history: History) -> dict[str, Any]:
         "action": "ABANDON",
         "bulk_id": "bulk-none",
         "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
+        "policy_id": factories.retention_policy(factories.user("policy-owner")).pk,
     }
 
 

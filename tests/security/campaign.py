@@ -155,6 +155,7 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
         "action": lambda _t: "ABANDON",
         "bulk_id": lambda _t: _bulk_id(),
         "channel_id": lambda _t: _channel_id(),
+        "policy_id": lambda _t: _policy_id(),
         "url": lambda _t: "no-such-page/",
     }
 
@@ -177,6 +178,16 @@ def _channel_id() -> str:
     first = Channel.objects.order_by("pk").values_list("pk", flat=True).first()
     if first is None:
         raise UnfilledParameter("no alert channel recorded")
+    return str(first)
+
+
+def _policy_id() -> str:
+    """Return the first retention policy's id."""
+    from batchboard.alerts.models import RetentionPolicy
+
+    first = RetentionPolicy.objects.order_by("pk").values_list("pk", flat=True).first()
+    if first is None:
+        raise UnfilledParameter("no retention policy recorded")
     return str(first)
 
 

@@ -301,6 +301,10 @@ def world(db: None) -> Iterator[History]:
     tokens.create_token(User.objects.get(username="operator"), "fuzz", ["READ"])
     # An alert channel, whose page names it.
     factories.alert_channel(User.objects.get(username="administrator"))
+    # A retention policy, whose page names it.
+    factories.retention_policy(
+        User.objects.get(username="administrator"), history.instance.job_name
+    )
     # And a bulk operation: releasing an instance that holds nothing.
     items = [(history.instance.pk, 0)]
     filters = {"list": "instances", "job": history.instance.job_name}
