@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from batchboard import actions, conf, cursors, vocabulary
@@ -66,6 +66,8 @@ MAX_PERIOD_HOURS: Final = 366 * 24
 REASON: Final = "RETENTION_POLICY"
 #: The actor reference's prefix; the policy's name follows.
 ACTOR_PREFIX: Final = "retention-policy:"
+#: The error code of a run whose database failed outside an action's unit.
+DATABASE_ERROR: Final = "DATABASE_ERROR"
 #: The outcomes a report goes out for (an empty plan tells nobody).
 REPORTED: Final = (PLANNED, APPLIED, STALE, FAILED)
 
@@ -196,6 +198,10 @@ def run_job(policy: RetentionPolicy, job_name: str) -> RetentionRun:
         run.outcome, run.error_code = STALE, error.code
     except actions.ActionError as error:
         run.outcome, run.error_code = FAILED, error.code
+    except DatabaseError:
+        # A read outside an action's unit (the plan's survey) failed; its
+        # message may quote the statement, so only the code is kept.
+        run.outcome, run.error_code = FAILED, DATABASE_ERROR
     run.finished_at = timezone.now()
     run.save(using=alias)
     if run.outcome in REPORTED:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import OperationalError
 from django.test import override_settings
 from django.utils import timezone
 
@@ -23,6 +24,7 @@ from batchboard.alerts.models import (
 from batchboard.models import JobExecution, JobInstance, RetentionAction
 from tests import factories as rows
 from tests.alerts.conftest import webhook
+from tests.conftest import held_lock
 from tests.factories import actions as factories
 
 pytestmark = pytest.mark.django_db
@@ -242,6 +244,24 @@ def test_a_failed_run_is_recorded_with_its_code_and_notifies(
     assert JobExecution.objects.count() == 3
 
 
+def test_a_database_error_while_planning_fails_the_run(
+    admin_user: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    policy = _policy(admin_user)
+
+    def broken(**kwargs: Any) -> Any:
+        raise OperationalError("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(actions, "plan_purge", broken)
+    (run,) = retention.run_policy(policy).runs
+    assert (run.outcome, run.error_code, run.plan_digest) == (
+        "FAILED",
+        "DATABASE_ERROR",
+        "",
+    )
+    assert Alert.objects.get().status == "FAILED"
+
+
 def test_held_instances_are_kept_by_every_run(admin_user: User) -> None:
     history = _history(old=1)
     policy = _policy(admin_user, applies=True, batch=1000)
@@ -326,3 +346,20 @@ def test_the_policy_actor_holds_read_and_destructive_only(admin_user: User) -> N
     actor = retention.actor(policy)
     assert actor.actor_ref == "retention-policy:keep-30-days"
     assert actor.classes == {"READ", "DESTRUCTIVE"}
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_policy_another_process_holds_is_skipped_not_run_twice() -> None:
+    owner = factories.administrator()
+    held = _policy(owner, name="held")
+    free = _policy(owner, name="free")
+    with held_lock(
+        "SELECT id FROM batchboard_retention_policy WHERE id = %s FOR UPDATE",
+        held.pk,
+    ):
+        # Another watch process is claiming "held": this one takes the next.
+        assert retention.claim(timezone.now()) == free
+        assert retention.claim(timezone.now()) is None
+        assert retention.claim(timezone.now(), policy_id=held.pk) is None
+    assert retention.claim(timezone.now()) == held

@@ -117,7 +117,9 @@ def test_a_policy_is_edited_and_bad_edits_save_nothing(admin: Client) -> None:
     assert good.status_code == 302
     policy.refresh_from_db()
     assert (policy.min_age_seconds, policy.applies) == (30 * 24 * 3600, True)
-    assert 'value="30"' in admin.get(page).content.decode()
+    shown = admin.get(page).content.decode()
+    assert 'value="30"' in shown
+    assert "under retention-policy:keep-90-days." in shown
 
 
 def test_run_now_records_a_run_and_delete_removes_the_policy(admin: Client) -> None:
