@@ -25,11 +25,30 @@ from batchboard.alerts import channels
 from batchboard.alerts.models import Channel, RetentionPolicy, Rule
 from batchboard.alerts.retention import MAX_PERIOD_HOURS, MIN_PERIOD_HOURS
 from batchboard.models import JobDefinition
-from batchboard.vocabulary import FAILURE_CATEGORIES, FINISHED, TREND_RUNS
+from batchboard.vocabulary import (
+    FAILURE_CATEGORIES,
+    FINISHED,
+    MAX_BIGINT,
+    TREND_RUNS,
+    parse_whole_number,
+)
 
 
 def _channel_label(channel: Channel) -> str:
     return f"{channel.name} ({channel.shown_target})"
+
+
+class ChannelsField(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
+    """The channels to notify: ids checked as whole numbers before any query."""
+
+    def clean(self, value: Any) -> Any:
+        for item in value if isinstance(value, (list, tuple)) else ():
+            number = parse_whole_number(str(item))
+            if number is None or number > MAX_BIGINT:
+                raise ValidationError(
+                    _("Pick channels from the list."), code="invalid_pk_value"
+                )
+        return super().clean(value)
 
 
 def known_job_name(value: object) -> str:
@@ -64,6 +83,7 @@ class RuleForm(forms.ModelForm):  # type: ignore[type-arg]
             "channels",
             "enabled",
         ]
+        field_classes = {"channels": ChannelsField}
         help_texts = {
             "job_name": _("Leave blank for all jobs."),
             "failure_categories": _("FAILED only; comma-separated, blank for any."),
@@ -243,6 +263,7 @@ class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]
             "channels",
             "enabled",
         ]
+        field_classes = {"channels": ChannelsField}
         labels = {
             "applies": _("Apply on its own"),
             "period_hours": _("Every (hours)"),

@@ -94,6 +94,9 @@ def test_a_blank_job_means_all_jobs(admin: Client) -> None:
         ({"batch": "1001"}, "The batch is 1 to 1000 executions."),
         ({"name": "keep 90 days"}, "Use 1 to 100 letters, digits"),
         ({"name": "x" * 101}, "at most 100 characters"),
+        ({"channels": ["9" * 30]}, "Pick channels from the list."),
+        ({"channels": ["²"]}, "Pick channels from the list."),
+        ({"channels": ["12345"]}, "Select a valid choice."),
     ],
 )
 def test_bad_input_is_refused_and_nothing_saved(
