@@ -96,6 +96,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors.extend(_state_errors())
     errors.extend(_api_errors())
     errors.extend(_alert_errors())
+    errors.extend(_retention_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
     if not isinstance(page_size, int) or not (
         MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE
@@ -219,6 +220,34 @@ def _alert_errors() -> list[CheckMessage]:
                 id="batchboard.E019",
             )
         )
+    return errors
+
+
+#: Each retention setting, its bounds and its check id.
+_RETENTION_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "RETENTION_CYCLE_SECONDS": (60, 7 * 24 * 3600, "batchboard.E080"),
+    "RETENTION_MAX_BATCHES": (1, 100, "batchboard.E081"),
+}
+
+
+def _retention_errors() -> list[CheckMessage]:
+    """Validate the retention policies' settings: whole numbers in bounds."""
+    config = conf.get_config()
+    errors: list[CheckMessage] = []
+    for key, (least, most, check_id) in _RETENTION_BOUNDS.items():
+        value = config[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not least <= value <= most
+        ):
+            errors.append(
+                Error(
+                    f"BATCHBOARD[{key!r}] is {value!r}.",
+                    hint=f"Use a whole number from {least} to {most}.",
+                    id=check_id,
+                )
+            )
     return errors
 
 

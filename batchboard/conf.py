@@ -100,6 +100,12 @@ DEFAULTS: dict[str, Any] = {
     # retry's delay in seconds (doubled after each failure).
     "ALERTS_MAX_ATTEMPTS": 5,
     "ALERTS_RETRY_SECONDS": 30,
+    # Seconds between the watch process's retention cycles, which run the
+    # standing retention policies that are due (at least 60).
+    "RETENTION_CYCLE_SECONDS": 3600,
+    # The most purge batches one policy's run applies to one job (1..100);
+    # the next cycle carries on.
+    "RETENTION_MAX_BATCHES": 10,
 }
 
 

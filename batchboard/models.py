@@ -535,6 +535,9 @@ from batchboard.alerts.models import Channel as Channel  # noqa: E402
 from batchboard.alerts.models import Delivery as Delivery  # noqa: E402
 from batchboard.alerts.models import DeliveryAttempt as DeliveryAttempt  # noqa: E402
 from batchboard.alerts.models import InboxItem as InboxItem  # noqa: E402
+from batchboard.alerts.models import PolicyChannel as PolicyChannel  # noqa: E402
+from batchboard.alerts.models import RetentionPolicy as RetentionPolicy  # noqa: E402
+from batchboard.alerts.models import RetentionRun as RetentionRun  # noqa: E402
 from batchboard.alerts.models import Rule as Rule  # noqa: E402
 from batchboard.alerts.models import RuleChannel as RuleChannel  # noqa: E402
 from batchboard.alerts.models import Watermark as Watermark  # noqa: E402

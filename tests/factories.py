@@ -576,3 +576,24 @@ def saved_view(
         created_at=moment,
         updated_at=moment,
     )
+
+
+def retention_policy(owner: User, job_name: str = "", **fields: Any) -> Any:
+    """Create a notifying retention policy of ``owner`` (batchboard's own state)."""
+    from batchboard.alerts.models import RetentionPolicy
+
+    values: dict[str, Any] = {
+        "name": "keep-90-days",
+        "statuses": "COMPLETED,FAILED,STOPPED,ABANDONED",
+        "min_age_seconds": 90 * 24 * 3600,
+        "batch": 1000,
+        "period_hours": 24,
+        **fields,
+    }
+    return RetentionPolicy.objects.create(
+        owner=owner,
+        job_name=job_name,
+        next_due=timezone.now(),
+        created_at=timezone.now(),
+        **values,
+    )

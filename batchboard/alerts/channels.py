@@ -4,7 +4,9 @@ the redaction every error passes through.
 
 The message (:func:`message`) holds the job's name, the ids, the status,
 the failure category, the rule and a link: never parameter values or user
-error text (contract 9.2), since none of those is ever read.
+error text (contract 9.2), since none of those is ever read. A retention
+run's report holds the policy, the job's name, the outcome, the counts, the
+plan digest, an error code and a link to the policy instead.
 
 - A webhook receives the message as JSON, signed with HMAC-SHA256 over the
   exact body (header ``X-Batchboard-Signature: sha256=<hex>``) and keyed by
@@ -96,9 +98,11 @@ def channel_secrets(channel: Channel) -> list[str]:
 
 
 def link(alert: Alert) -> str:
-    """Return the alert's link: the execution's page, or the job's."""
+    """Return the alert's link: the execution's page, the job's, or the policy's."""
     base = str(conf.get_config()["ALERTS_BASE_URL"]).rstrip("/")
-    if alert.execution_id:
+    if alert.run is not None:
+        path = reverse("batchboard:retention_policy", args=[alert.run.policy_id])
+    elif alert.execution_id:
         path = reverse("batchboard:execution", args=[alert.execution_id])
     else:
         path = reverse("batchboard:job", kwargs={"job_name": alert.job_name})
@@ -108,6 +112,8 @@ def link(alert: Alert) -> str:
 def message(delivery: Delivery) -> dict[str, Any]:
     """Return what a channel receives of ``delivery``'s alert (no payloads)."""
     alert = delivery.alert
+    if alert.run is not None or alert.rule is None:
+        return _report(delivery)
     return {
         "idempotency_key": delivery.idempotency_key,
         "rule": {"id": alert.rule_id, "name": alert.rule.name, "kind": alert.kind},
@@ -124,8 +130,54 @@ def message(delivery: Delivery) -> dict[str, Any]:
     }
 
 
+def _report(delivery: Delivery) -> dict[str, Any]:
+    """Return what a channel receives of a retention run's report."""
+    alert = delivery.alert
+    run = alert.run
+    assert run is not None
+    policy = run.policy
+    return {
+        "idempotency_key": delivery.idempotency_key,
+        "policy": {"id": policy.pk, "name": policy.name, "applies": run.applies},
+        "kind": alert.kind,
+        "outcome": run.outcome,
+        "job_name": run.job_name,
+        "plan_digest": run.plan_digest or None,
+        "candidates": run.candidates,
+        "applied_batches": run.applied_batches,
+        "deleted_executions": run.deleted_executions,
+        "deleted_instances": run.deleted_instances,
+        "error_code": run.error_code or None,
+        "detected_at": alert.detected_at.isoformat(),
+        "link": link(alert),
+    }
+
+
+def _report_summary(body: dict[str, Any]) -> tuple[str, str]:
+    title = (
+        f"[batchboard] retention {body['policy']['name']}: "
+        f"{body['job_name']} {body['outcome']}"
+    )
+    lines = [
+        f"Policy: {body['policy']['name']}"
+        f" ({'applies' if body['policy']['applies'] else 'plans only'})",
+        f"Job: {body['job_name']}",
+        f"Outcome: {body['outcome']}",
+        f"Plan digest: {body['plan_digest'] or '-'}",
+        f"Candidates in the plan: {body['candidates']}",
+        f"Batches applied: {body['applied_batches']}",
+        f"Executions deleted: {body['deleted_executions']}",
+    ]
+    if body["error_code"]:
+        lines.append(f"Error: {body['error_code']}")
+    lines.append(body["link"])
+    return title, "\n".join(lines)
+
+
 def summary(body: dict[str, Any]) -> tuple[str, str]:
     """Return a title and a text for chat and email channels."""
+    if "policy" in body:
+        return _report_summary(body)
     what = body["status"] or body["rule"]["kind"]
     subject = body["execution_id"] or "-"
     title = f"[batchboard] {body['job_name']} {what} (execution {subject})"

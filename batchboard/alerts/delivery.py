@@ -12,10 +12,15 @@ A failed attempt is retried after ``ALERTS_RETRY_SECONDS``, doubled after
 each failure, until ``ALERTS_MAX_ATTEMPTS``; then the delivery is FAILED.
 Every attempt writes one :class:`~.models.DeliveryAttempt` and stamps its
 channel's last success or last failure.
+
+:func:`enqueue` is where every alert enters the outbox, whether a rule's
+(the detector) or a retention run's report: a delivery per channel and an
+inbox item, written with the alert in the caller's transaction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -27,10 +32,42 @@ from batchboard.alerts.models import (
     FAILED,
     PENDING,
     SENT,
+    Alert,
     Channel,
     Delivery,
     DeliveryAttempt,
+    InboxItem,
 )
+
+
+def idempotency_key(alert: Alert, channel_id: int) -> str:
+    """
+    Return a delivery's idempotency key: the alert's identity and the channel.
+
+    A rule's alert is identified by its dedupe key, a retention report by
+    its run.
+    """
+    if alert.run_id is not None:
+        return f"bb-retention-{alert.run_id}-{channel_id}"
+    return f"bb-{alert.rule_id}-{alert.execution_id}-{alert.version}-{channel_id}"
+
+
+def enqueue(
+    alert: Alert, channels: Iterable[Channel], user_id: int, now: datetime
+) -> None:
+    """Queue ``alert`` to each of ``channels`` and put it in ``user_id``'s inbox."""
+    alias = conf.state_alias()
+    Delivery.objects.using(alias).bulk_create(
+        Delivery(
+            alert=alert,
+            channel=channel,
+            state=PENDING,
+            next_attempt_at=now,
+            idempotency_key=idempotency_key(alert, channel.pk),
+        )
+        for channel in channels
+    )
+    InboxItem.objects.using(alias).create(user_id=user_id, alert=alert)
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -87,7 +124,7 @@ def deliver_due(limit: int = 50) -> int:
             delivery = (
                 Delivery.objects.using(alias)
                 .select_for_update(skip_locked=True, of=("self",))
-                .select_related("alert", "alert__rule", "channel")
+                .select_related("alert", "alert__rule", "alert__run__policy", "channel")
                 .filter(state=PENDING, next_attempt_at__lte=now, channel__enabled=True)
                 .order_by("next_attempt_at", "id")
                 .first()

@@ -38,12 +38,10 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from batchboard import conf
+from batchboard.alerts import delivery
 from batchboard.alerts.models import (
-    PENDING,
     Alert,
     Channel,
-    Delivery,
-    InboxItem,
     Rule,
     RuleChannel,
     Watermark,
@@ -340,11 +338,6 @@ def _freshness(rules: Sequence[Rule], now: datetime) -> list[Match]:
 # -- recording --------------------------------------------------------------------
 
 
-def idempotency_key(alert: Alert, channel_id: int) -> str:
-    """Return a delivery's idempotency key: the dedupe key and the channel."""
-    return f"bb-{alert.rule_id}-{alert.execution_id}-{alert.version}-{channel_id}"
-
-
 def record(matches: Sequence[Match], now: datetime) -> int:
     """
     Record each match not recorded yet; return how many were new.
@@ -395,18 +388,8 @@ def record(matches: Sequence[Match], now: datetime) -> int:
                     threshold_seconds=match.threshold_seconds,
                     detected_at=now,
                 )
-                Delivery.objects.using(alias).bulk_create(
-                    Delivery(
-                        alert=alert,
-                        channel=channel,
-                        state=PENDING,
-                        next_attempt_at=now,
-                        idempotency_key=idempotency_key(alert, channel.pk),
-                    )
-                    for channel in channels[match.rule.pk]
-                )
-                InboxItem.objects.using(alias).create(
-                    user_id=match.rule.owner_id, alert=alert
+                delivery.enqueue(
+                    alert, channels[match.rule.pk], match.rule.owner_id, now
                 )
         except IntegrityError:
             # Another detector recorded this key first.

@@ -16,6 +16,12 @@ schema; the detector only reads oxide-batch's tables.
 - :class:`InboxItem` shows each alert to the owner of the rule that matched,
   whatever became of the channels.
 - :class:`Watermark` is how far the detector has read each status.
+- :class:`RetentionPolicy` is a standing purge: a job (or all jobs), the
+  finished statuses and the age to keep, planned on its own schedule and,
+  when it says so, applied; :class:`RetentionRun` records each run's plan
+  facts (digest, counts, outcome), never a parameter value. A run's report
+  is an :class:`Alert` of kind ``RETENTION`` (no rule, its run instead), so
+  it leaves through the same deliveries and inbox as the rules' alerts.
 """
 
 from __future__ import annotations
@@ -151,10 +157,28 @@ class RuleChannel(OwnState):
         return f"rule {self.rule_id} to channel {self.channel_id}"
 
 
-class Alert(OwnState):
-    """One event a rule matched: the outbox row, unique per dedupe key."""
+#: The kind of an alert that reports a retention policy's run.
+RETENTION: Final = "RETENTION"
 
-    rule = models.ForeignKey(Rule, models.CASCADE, related_name="alerts")
+
+class Alert(OwnState):
+    """
+    One event a rule matched, or a retention run's report: the outbox row.
+
+    A rule's alert is unique per dedupe key; a report names its ``run``
+    instead of a rule (exactly one of the two is set).
+    """
+
+    rule = models.ForeignKey(
+        Rule, models.CASCADE, related_name="alerts", null=True, blank=True
+    )
+    run = models.ForeignKey(
+        "RetentionRun",
+        models.CASCADE,
+        related_name="alerts",
+        null=True,
+        blank=True,
+    )
     execution_id = models.BigIntegerField()
     version = models.BigIntegerField()
     kind = models.CharField(max_length=10)
@@ -174,7 +198,12 @@ class Alert(OwnState):
             models.UniqueConstraint(
                 fields=["rule", "execution_id", "version"],
                 name="batchboard_alert_dedupe",
-            )
+            ),
+            models.CheckConstraint(
+                condition=models.Q(rule__isnull=False, run__isnull=True)
+                | models.Q(rule__isnull=True, run__isnull=False),
+                name="batchboard_alert_rule_or_run",
+            ),
         ]
         indexes = [
             models.Index(
@@ -188,6 +217,13 @@ class Alert(OwnState):
     @property
     def dedupe_key(self) -> str:
         return f"{self.rule_id}:{self.execution_id}:{self.version}"
+
+    @property
+    def source_name(self) -> str:
+        """Return the name of the rule, or the policy, the alert comes from."""
+        if self.rule is not None:
+            return self.rule.name
+        return self.run.policy.name if self.run is not None else ""
 
 
 class Delivery(OwnState):
@@ -285,3 +321,119 @@ class Watermark(OwnState):
 
     def __str__(self) -> str:
         return f"watermark {self.stream}"
+
+
+# -- standing retention policies -------------------------------------------------
+
+#: What a policy's run came to. PLANNED: a notifying policy's plan (nothing
+#: deleted); APPLIED: every batch planned was applied; NOTHING: the plan
+#: was empty; STALE: a batch's rows changed between its plan and its apply
+#: (that batch deleted nothing); FAILED: a plan or apply failed otherwise.
+PLANNED: Final = "PLANNED"
+APPLIED: Final = "APPLIED"
+NOTHING: Final = "NOTHING"
+STALE: Final = "STALE"
+RUN_OUTCOMES: Final = (PLANNED, APPLIED, NOTHING, STALE, FAILED)
+
+
+class RetentionPolicy(OwnState):
+    """
+    A standing purge of one job (``job_name``) or all jobs (blank).
+
+    ``statuses`` are finished statuses, comma-separated; ``applies`` off
+    (the default) plans and notifies only. ``resume_after`` is where an
+    all-jobs policy's walk of the job names continues (a job-names cursor
+    token; blank: from the first name).
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.CASCADE, related_name="+"
+    )
+    job_name = models.CharField(max_length=128, blank=True, default="")
+    statuses = models.CharField(max_length=128)
+    min_age_seconds = models.BigIntegerField()
+    batch = models.IntegerField()
+    applies = models.BooleanField(default=False)
+    period_hours = models.IntegerField()
+    enabled = models.BooleanField(default=True)
+    # Through a model of batchboard's own, routed with the rest.
+    channels = models.ManyToManyField(
+        Channel, through="PolicyChannel", blank=True, related_name="policies"
+    )
+    next_due = models.DateTimeField()
+    resume_after = models.CharField(max_length=600, blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta(OwnState.Meta):
+        db_table = "batchboard_retention_policy"
+        verbose_name = _("retention policy")
+        verbose_name_plural = _("retention policies")
+        indexes = [
+            models.Index(
+                fields=["enabled", "next_due", "id"], name="batchboard_policy_due"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"policy {self.name}"
+
+    @property
+    def status_list(self) -> tuple[str, ...]:
+        return tuple(part for part in self.statuses.split(",") if part)
+
+
+class PolicyChannel(OwnState):
+    """A channel a policy's reports go to."""
+
+    policy = models.ForeignKey(RetentionPolicy, models.CASCADE)
+    channel = models.ForeignKey(Channel, models.CASCADE)
+
+    class Meta(OwnState.Meta):
+        db_table = "batchboard_retention_policy_channel"
+        verbose_name = _("retention policy channel")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["policy", "channel"], name="batchboard_policy_channel_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"policy {self.policy_id} to channel {self.channel_id}"
+
+
+class RetentionRun(OwnState):
+    """
+    One run of a policy over one job: the plan facts and what came of them.
+
+    ``plan_digest`` and ``candidates`` are the first batch's plan (what a
+    manual plan with the same criteria shows); ``applied_batches`` and
+    ``deleted_executions`` count what was applied, one APPLY_PURGE audit
+    row per batch. ``error_code`` is an action error's code, never its
+    text's values.
+    """
+
+    policy = models.ForeignKey(RetentionPolicy, models.CASCADE, related_name="runs")
+    job_name = models.CharField(max_length=128)
+    applies = models.BooleanField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    plan_digest = models.CharField(max_length=64, blank=True, default="")
+    candidates = models.IntegerField(default=0)
+    applied_batches = models.IntegerField(default=0)
+    deleted_executions = models.IntegerField(default=0)
+    deleted_instances = models.IntegerField(default=0)
+    # The run stopped at RETENTION_MAX_BATCHES batches; the next carries on.
+    bound_reached = models.BooleanField(default=False)
+    outcome = models.CharField(max_length=8, blank=True, default="")
+    error_code = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta(OwnState.Meta):
+        db_table = "batchboard_retention_run"
+        verbose_name = _("retention run")
+        indexes = [
+            models.Index(fields=["policy", "-id"], name="batchboard_policy_runs"),
+        ]
+
+    def __str__(self) -> str:
+        return f"retention run {self.pk} of {self.policy_id}"

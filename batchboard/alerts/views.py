@@ -1,8 +1,9 @@
 """
 The alerts' pages: rules and channels, a channel's delivery log, the inbox
-and its count, and the overdue page.
+and its count, the overdue page, and the standing retention policies.
 
-Managing rules and channels needs ``batchboard.manage_alerts``; the inbox
+Managing rules and channels needs ``batchboard.manage_alerts``; managing
+retention policies needs the Destructive class (APPLY_PURGE's); the inbox
 is every signed-in user's own; the overdue page needs the executions'
 view permissions and reads a bounded page of each list it shows.
 """
@@ -19,19 +20,21 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from batchboard import conf
-from batchboard.alerts import detector, forms
+from batchboard.alerts import detector, forms, retention
 from batchboard.alerts.models import (
     Channel,
     Delivery,
     DeliveryAttempt,
     InboxItem,
+    RetentionPolicy,
+    RetentionRun,
     Rule,
 )
 from batchboard.explorer import queries
 from batchboard.explorer.access import VIEW_EXECUTIONS
 from batchboard.explorer.links import Links
-from batchboard.vocabulary import parse_whole_number
-from batchboard.web import Gate, NotFound, ReadGate, guarded, reader
+from batchboard.vocabulary import ACTION_CLASSES, APPLY_PURGE, parse_whole_number
+from batchboard.web import Gate, NotFound, ReadGate, action_view, guarded, reader
 
 #: The rows the delivery log, the inbox and each overdue list show.
 LOG_ROWS = 50
@@ -41,6 +44,9 @@ INBOX_ROWS = 50
 #: within 1.5x the minimal keyset view (batchboard_benchmark).
 OVERDUE_ROWS = 50
 FINISHED_ROWS = 25
+#: The policies the policies page lists, and the runs a policy's page shows.
+POLICY_ROWS = 200
+RUN_ROWS = 50
 #: The header's count stops here ("99+").
 COUNT_CAP = 99
 
@@ -136,7 +142,7 @@ def channel_log(request: HttpRequest, channel_id: int) -> HttpResponse:
     deliveries = (
         Delivery.objects.using(_state())
         .filter(channel=channel)
-        .select_related("alert", "alert__rule")
+        .select_related("alert", "alert__rule", "alert__run__policy")
         .prefetch_related(
             Prefetch("log", queryset=DeliveryAttempt.objects.order_by("number"))
         )
@@ -160,7 +166,9 @@ def inbox(request: HttpRequest) -> HttpResponse:
             unread = unread.filter(pk=_whole(request.POST.get("item")))
         unread.update(read_at=timezone.now())
         return redirect("batchboard:inbox")
-    items = mine.select_related("alert", "alert__rule").order_by("-id")[:INBOX_ROWS]
+    items = mine.select_related("alert", "alert__rule", "alert__run__policy").order_by(
+        "-id"
+    )[:INBOX_ROWS]
     return render(request, "batchboard/alerts/inbox.html", {"items": items})
 
 
@@ -228,4 +236,90 @@ def overdue(request: HttpRequest) -> HttpResponse:
         request,
         "batchboard/alerts/overdue.html",
         {"late": late, "slow": slow, "window": detector.DEFAULT_WINDOW},
+    )
+
+
+# -- standing retention policies -------------------------------------------------
+
+
+def _policy_context(form: forms.PolicyForm) -> dict[str, Any]:
+    return {
+        "form": form,
+        "auth_class": ACTION_CLASSES[APPLY_PURGE],
+        "max_batches": retention.max_batches(),
+    }
+
+
+@action_view(APPLY_PURGE)
+@require_http_methods(["GET", "POST"])
+def retention_policies(request: HttpRequest) -> HttpResponse:
+    """List the standing retention policies; create one (Destructive)."""
+    form = forms.PolicyForm(prefix="policy")
+    status = 200
+    if request.method == "POST":
+        form = forms.PolicyForm(request.POST, prefix="policy")
+        if form.is_valid():
+            policy = form.save(commit=False)
+            policy.owner = request.user  # type: ignore[assignment]
+            policy.created_at = policy.next_due = timezone.now()
+            policy.save(using=_state())
+            form.save_m2m()
+            return redirect("batchboard:retention_policy", policy.pk)
+        status = 400
+    policies = (
+        RetentionPolicy.objects.using(_state())
+        .select_related("owner")
+        .prefetch_related("channels")
+        .order_by("name")[:POLICY_ROWS]
+    )
+    return render(
+        request,
+        "batchboard/alerts/policies.html",
+        {**_policy_context(form), "policies": policies},
+        status=status,
+    )
+
+
+@action_view(APPLY_PURGE)
+@require_http_methods(["GET", "POST"])
+def retention_policy(request: HttpRequest, policy_id: int) -> HttpResponse:
+    """Show a policy and its latest runs; edit, delete or run it now."""
+    policy = RetentionPolicy.objects.using(_state()).filter(pk=policy_id).first()
+    if policy is None:
+        raise NotFound(_("retention policy"))
+    form = forms.PolicyForm(instance=policy, prefix="policy")
+    status = 200
+    notice = ""
+    if request.method == "POST":
+        which = request.POST.get("form")
+        if which == "edit":
+            form = forms.PolicyForm(request.POST, instance=policy, prefix="policy")
+            if form.is_valid():
+                form.save()
+                return redirect("batchboard:retention_policy", policy.pk)
+            status = 400
+        elif which == "delete":
+            policy.delete(using=_state())
+            return redirect("batchboard:retention_policies")
+        elif which == "run":
+            claimed = retention.claim(timezone.now(), policy_id=policy.pk)
+            if claimed is None:
+                notice = _("Another process is running this policy now.")
+                status = 409
+            else:
+                retention.run_policy(claimed)
+                return redirect("batchboard:retention_policy", policy.pk)
+        else:
+            status = 400
+            notice = _("Unknown request: nothing was changed.")
+    runs = (
+        RetentionRun.objects.using(_state())
+        .filter(policy=policy)
+        .order_by("-id")[:RUN_ROWS]
+    )
+    return render(
+        request,
+        "batchboard/alerts/policy.html",
+        {**_policy_context(form), "policy": policy, "runs": runs, "notice": notice},
+        status=status,
     )

@@ -8,8 +8,9 @@ when :meth:`Watch.stop` is called (SIGTERM or SIGINT in
 a job in progress always finishes, so a stop never cuts a delivery's
 transaction in two.
 
-Adding another periodic job (a retention policy's schedule, for example)
-takes one more :class:`Periodic` in :func:`default_jobs`: a name, the
+The retention job runs the due standing retention policies every
+``RETENTION_CYCLE_SECONDS`` (:mod:`batchboard.alerts.retention`). Adding
+another periodic job takes one more :class:`Periodic` in :func:`default_jobs`: a name, the
 seconds between runs and a function of no arguments that returns a line
 to report (or ``""``).
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from django.db import close_old_connections
 
 from batchboard import conf
-from batchboard.alerts import delivery, detector
+from batchboard.alerts import delivery, detector, retention
 
 
 @dataclass
@@ -49,12 +50,25 @@ def _deliver() -> str:
     return f"delivered {sent}" if sent else ""
 
 
+def _retain() -> str:
+    runs = retention.cycle()
+    if not runs:
+        return ""
+    batches = sum(run.applied_batches for run in runs)
+    return f"retention: {len(runs)} runs, {batches} batches applied"
+
+
 def default_jobs(every: float | None = None) -> list[Periodic]:
-    """Return the detector and the deliveries, each every ``every`` seconds."""
-    seconds = float(every or conf.get_config()["ALERTS_CYCLE_SECONDS"])
+    """
+    Return the detector and the deliveries, each every ``every`` seconds,
+    and the retention policies every ``RETENTION_CYCLE_SECONDS``.
+    """
+    config = conf.get_config()
+    seconds = float(every or config["ALERTS_CYCLE_SECONDS"])
     return [
         Periodic("detect", seconds, _detect),
         Periodic("deliver", min(seconds, 5.0), _deliver),
+        Periodic("retention", float(config["RETENTION_CYCLE_SECONDS"]), _retain),
     ]
 
 

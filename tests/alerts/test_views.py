@@ -50,6 +50,7 @@ def test_a_rule_is_created_for_a_known_job(client_of: Client) -> None:
         ),
         ({"rule-kind": "STALE"}, "This kind of rule needs this value."),
         ({"rule-failure_categories": "NOPE"}, "Unknown failure categories: NOPE."),
+        ({"rule-channels": ["9" * 30]}, "Pick channels from the list."),
     ],
 )
 def test_a_bad_rule_is_refused_and_nothing_saved(

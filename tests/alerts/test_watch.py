@@ -73,7 +73,7 @@ def test_the_demo_login_gets_inbox_rules_once(
     from django.contrib.auth.models import User
     from django.core.management.base import CommandError
 
-    from batchboard.alerts.models import Rule, RuleChannel
+    from batchboard.alerts.models import RetentionPolicy, Rule, RuleChannel
 
     with pytest.raises(CommandError, match="BATCHBOARD_DEMO=1"):
         call_command("batchboard_demo_alerts", stdout=StringIO())
@@ -91,3 +91,10 @@ def test_the_demo_login_gets_inbox_rules_once(
     ]
     assert not RuleChannel.objects.exists()
     assert User.objects.get(pk=demo.pk).has_perm("batchboard.manage_alerts")
+    # One notifying policy for all jobs: it plans, never applies.
+    policy = RetentionPolicy.objects.get(owner=demo)
+    assert (policy.job_name, policy.applies, policy.min_age_seconds) == (
+        "",
+        False,
+        30 * 24 * 3600,
+    )

@@ -121,6 +121,9 @@ def seed_everything() -> dict[str, Any]:
         )
     owner = User.objects.create_user("layout-owner")
     channel = factories.alert_channel(owner, "https://hooks.example.org/" + "x" * 80)
+    channel.policies.add(
+        factories.retention_policy(owner, LONG_JOB, name="keep-" + "x" * 90)
+    )
     # A bulk operation that changes nothing: releasing an unheld instance.
     items = [(first.pk, 0)]
     filters = {"list": "instances", "job": LONG_JOB}
@@ -139,6 +142,7 @@ def seed_everything() -> dict[str, Any]:
         "step": step,
         "instance": first,
         "channel": channel,
+        "policy": channel.policies.get(),
         "bulk_id": "layout-bulk-with-a-long-identifier",
     }
 
@@ -178,6 +182,10 @@ def pages(seeded: dict[str, Any]) -> dict[str, str]:
         "api_tokens": reverse("batchboard:api_tokens"),
         "saved_views": reverse("batchboard:saved_views"),
         "time_zone": reverse("batchboard:time_zone"),
+        "retention_policies": reverse("batchboard:retention_policies"),
+        "retention_policy": reverse(
+            "batchboard:retention_policy", args=[getattr(seeded.get("policy"), "pk", 1)]
+        ),
     }
 
 

@@ -65,6 +65,7 @@ def _arguments(history: History) -> dict[str, Any]:
         "bulk_id": "bulk-none",
         "channel_id": factories.alert_channel(factories.user("channel-owner")).pk,
         "view_id": factories.saved_view(factories.user("view-owner")).pk,
+        "policy_id": factories.retention_policy(factories.user("policy-owner")).pk,
     }
 
 

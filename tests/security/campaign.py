@@ -159,6 +159,7 @@ def path_values(world: History) -> dict[str, Callable[[Target], str]]:
         "bulk_id": lambda _t: _bulk_id(),
         "channel_id": lambda _t: _channel_id(),
         "view_id": lambda _t: _view_id(),
+        "policy_id": lambda _t: _policy_id(),
         "url": lambda _t: "no-such-page/",
     }
 
@@ -191,6 +192,16 @@ def _view_id() -> str:
     first = SavedView.objects.order_by("pk").values_list("pk", flat=True).first()
     if first is None:
         raise UnfilledParameter("no saved view recorded")
+    return str(first)
+
+
+def _policy_id() -> str:
+    """Return the first retention policy's id."""
+    from batchboard.alerts.models import RetentionPolicy
+
+    first = RetentionPolicy.objects.order_by("pk").values_list("pk", flat=True).first()
+    if first is None:
+        raise UnfilledParameter("no retention policy recorded")
     return str(first)
 
 

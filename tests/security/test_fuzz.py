@@ -303,6 +303,10 @@ def world(db: None) -> Iterator[History]:
     factories.alert_channel(User.objects.get(username="administrator"))
     # A saved view, whose address the views' pages take.
     factories.saved_view(User.objects.get(username="administrator"))
+    # A retention policy, whose page names it.
+    factories.retention_policy(
+        User.objects.get(username="administrator"), history.instance.job_name
+    )
     # And a bulk operation: releasing an instance that holds nothing.
     items = [(history.instance.pk, 0)]
     filters = {"list": "instances", "job": history.instance.job_name}
