@@ -106,6 +106,8 @@ QUERIES = {
     "jump": {"kind": "execution", "id": "execution_id"},
     # The API's unresolved list takes its age bound as the CLI does.
     "api-unresolved": {"unresolved_age": "15m"},
+    # The purge plan's download is of a plan: a job's.
+    "purge_export": {"job_name": "job_name"},
 }
 
 

@@ -357,7 +357,7 @@ def executions(request: HttpRequest) -> HttpResponse:
     """Show recent executions across all jobs, filterable by status and job."""
     form = inputs.read(inputs.ExecutionsForm, request)
     chosen, job_name = form.statuses, form.job_filter
-    page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
+    page = listed_executions(form, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
     if chosen and set(chosen) <= {"FAILED", "STOPPED"}:
@@ -394,6 +394,19 @@ def executions(request: HttpRequest) -> HttpResponse:
             for name, members in STATUS_SETS.items()
         ]
     return _list(request, form, page, present, EXECUTIONS, context)
+
+
+def listed_executions(
+    form: inputs.ExecutionsForm, page_size: int, token: str | None
+) -> Page:
+    """
+    Return a page of the executions list under every filter of ``form``.
+
+    The one reading of the list: its page and its export
+    (:func:`batchboard.explorer.exports.executions_export`) both call it,
+    so a filter the form gains and passes on here reaches both.
+    """
+    return queries.recent_executions(form.statuses, form.job_filter, page_size, token)
 
 
 #: What the executions list's status shortcuts read as.

@@ -55,8 +55,12 @@ NOT_PAGES = {
     "inbox_count",
     "job_names",
     "api_token_revoke",
-    # Not HTML: /metrics (its text format).
+    # Not HTML: /metrics (its text format) and the lists' downloads.
     "metrics",
+    "executions_export",
+    "audit_export",
+    "purge_export",
+    "bulk_plan_export",
 }
 
 # The page is too wide if the document scrolls sideways, or if an element
