@@ -38,7 +38,7 @@ import csv
 import io
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Literal
 
 from django.db import DatabaseError
@@ -59,7 +59,6 @@ __all__ = [
     "encode",
     "filters",
     "filters_query",
-    "flatten",
     "neutralise",
     "read_format",
 ]
@@ -119,24 +118,14 @@ def filters_query(data: QueryDict) -> str:
     return filters(data).urlencode()
 
 
-def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Return ``record`` with nested objects as ``parent.child`` fields."""
-    flat: dict[str, Any] = {}
-    for key, value in record.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = value
-    return flat
-
-
 def neutralise(text: str) -> str:
     """Return ``text`` as a cell no spreadsheet reads as a formula."""
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
 def _cell(value: Any) -> str:
+    if type(value) is str:
+        return f"'{value}" if value.startswith(FORMULA_STARTS) else value
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -154,6 +143,8 @@ class _Writer:
     def __init__(self, form: Format, columns: Sequence[str]) -> None:
         self.form = form
         self.columns = tuple(columns)
+        # Each column's path into the nested record, split once.
+        self.paths = tuple(tuple(column.split(".")) for column in self.columns)
         self.buffer = io.StringIO()
         self.csv = csv.writer(self.buffer, lineterminator="\r\n")
 
@@ -163,8 +154,20 @@ class _Writer:
 
     def record(self, record: Record) -> None:
         if self.form == "csv":
-            flat = flatten(record)
-            self.csv.writerow([_cell(flat.get(column)) for column in self.columns])
+            # The writer writes None as an empty cell and numbers as
+            # digits; text and booleans are written here.
+            cells: list[Any] = []
+            for head, *rest in self.paths:
+                value = record.get(head)
+                for key in rest:
+                    value = value.get(key) if type(value) is dict else None
+                if type(value) is str:
+                    if value.startswith(FORMULA_STARTS):
+                        value = f"'{value}"
+                elif value is not None and type(value) is not int:
+                    value = _cell(value)
+                cells.append(value)
+            self.csv.writerow(cells)
         else:
             self.buffer.write(_json(record))
 

@@ -43,9 +43,12 @@ def test_a_formula_start_is_neutralised_in_every_text_cell() -> None:
     assert rows == [list(COLUMNS), ["-1", "'=cmd|' /C calc'!A0", ""]]
 
 
-def test_nested_fields_are_flattened_into_dotted_columns() -> None:
-    flat = export.flatten({"a": 1, "b": {"c": 2, "d": {"e": None}}})
-    assert flat == {"a": 1, "b.c": 2, "b.d.e": None}
+def test_nested_fields_are_dotted_columns() -> None:
+    records = [{"id": 1, "job_name": "a", "failure": {"category": "timeout"}}]
+    rows = list(csv.reader(io.StringIO(_text("csv", records, 10))))
+    assert rows[1] == ["1", "a", "timeout"]
+    nested = json.loads(_text("ndjson", records, 10))
+    assert nested["failure"] == {"category": "timeout"}
 
 
 def test_a_list_within_the_bound_ends_without_a_last_line() -> None:
