@@ -95,6 +95,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     errors.extend(_metrics_errors())
     errors.extend(_state_errors())
     errors.extend(_api_errors())
+    errors.extend(_export_errors())
     errors.extend(_alert_errors())
     errors.extend(_retention_errors())
     page_size = conf.get_config()["PAGE_SIZE"]
@@ -170,6 +171,28 @@ def _state_errors() -> list[CheckMessage]:
             )
         )
     return errors
+
+
+#: The largest EXPORT_MAX_ROWS accepted: ten million rows are gigabytes of file.
+MAX_EXPORT_ROWS = 10_000_000
+
+
+def _export_errors() -> list[CheckMessage]:
+    """Validate ``EXPORT_MAX_ROWS``: the most rows one export file holds."""
+    bound = conf.get_config()["EXPORT_MAX_ROWS"]
+    if (
+        isinstance(bound, bool)
+        or not isinstance(bound, int)
+        or not 1 <= bound <= MAX_EXPORT_ROWS
+    ):
+        return [
+            Error(
+                f"BATCHBOARD['EXPORT_MAX_ROWS'] is {bound!r}.",
+                hint=f"Use a whole number of rows from 1 to {MAX_EXPORT_ROWS}.",
+                id="batchboard.E050",
+            )
+        ]
+    return []
 
 
 def _api_errors() -> list[CheckMessage]:

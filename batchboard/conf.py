@@ -35,6 +35,9 @@ DEFAULTS: dict[str, Any] = {
     # The most records a bulk action's plan may hold (1..10000); a filter
     # matching more is refused and asked to be narrowed.
     "BULK_MAX_ITEMS": 1000,
+    # The most rows one export file holds (1..10000000); a longer list's
+    # file stops there and says so in its last line (batchboard.export).
+    "EXPORT_MAX_ROWS": 100_000,
     # "managed": batchboard's migration creates the schema.
     # "attached": an existing oxide-batch database; no DDL, ever.
     "SCHEMA": MANAGED,
@@ -134,6 +137,11 @@ def state_alias() -> str:
 def bulk_max_items() -> int:
     """Return ``BULK_MAX_ITEMS`` (validated by check E018)."""
     return int(get_config()["BULK_MAX_ITEMS"])
+
+
+def export_max_rows() -> int:
+    """Return ``EXPORT_MAX_ROWS`` (validated by check E050)."""
+    return int(get_config()["EXPORT_MAX_ROWS"])
 
 
 def schema_mode() -> str:

@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.functional import Promise
@@ -70,7 +70,8 @@ __all__ = [
 
 logger = logging.getLogger("batchboard.web")
 
-View = Callable[..., HttpResponse]
+#: A view: a page, or a download streamed (:mod:`batchboard.export`).
+View = Callable[..., HttpResponseBase]
 
 
 #: Where a guarded view's GET and HEAD requests read, in one bounded read
@@ -352,7 +353,9 @@ def guarded(gate: Gate, source: Reads = "primary") -> Callable[[View], View]:
         @functools.wraps(view)
         @cache_control(private=True, no_store=True)
         @vary_on_headers("HX-Request")
-        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        def wrapped(
+            request: HttpRequest, *args: Any, **kwargs: Any
+        ) -> HttpResponseBase:
             try:
                 # Reading the user may reach the session and auth tables,
                 # so it belongs inside the database-error guard too.

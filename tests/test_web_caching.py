@@ -115,6 +115,8 @@ QUERIES = {
     "compare_selected": {"execution": "pair"},
     # The API's unresolved list takes its age bound as the CLI does.
     "api-unresolved": {"unresolved_age": "15m"},
+    # The purge plan's download is of a plan: a job's.
+    "purge_export": {"job_name": "job_name"},
 }
 
 

@@ -2,7 +2,9 @@
 The CLI's ``data`` projections (spec A.3) of the explorer's rows.
 
 Timestamps are whole seconds since the epoch (fractions dropped, ``null``
-before it), digests lowercase hex, codes as stored. An execution's
+before it), or, for an export (:mod:`batchboard.export`), ISO-8601 UTC
+text (:func:`iso`): the projections that carry times take the function
+that writes them as ``when``. Digests are lowercase hex, codes as stored. An execution's
 ``counts`` are all zero, as oxide-batch's PostgreSQL adapter reports them
 (contract 3.5: job executions keep no counters). Payloads are never read:
 a descriptor carries only format, schema and stored size.
@@ -11,12 +13,20 @@ a descriptor carries only format, schema and stored size.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from batchboard.explorer.pagination import Row
+from batchboard.explorer.audit import REQUESTS
+from batchboard.explorer.pagination import Row, values_rows
 from batchboard.models import JobExecution, OperatorRequest, RetentionAction
+
+if TYPE_CHECKING:
+    from batchboard.actions import BulkPlan, PurgePlan
+    from batchboard.actions.bulk.plan import PlannedItem
+
+#: How a projection writes a moment: :func:`seconds` or :func:`iso`.
+When = Callable[[datetime | None], int | str | None]
 
 ZERO_COUNTS = {"committed": 0, "filtered": 0, "processed": 0, "read": 0, "written": 0}
 
@@ -27,6 +37,14 @@ def seconds(moment: datetime | None) -> int | None:
         return None
     value = math.floor(moment.timestamp())
     return value if value >= 0 else None
+
+
+def iso(moment: datetime | None) -> str | None:
+    """Return ISO-8601 UTC to the millisecond (``...T12:00:00.000Z``), or ``None``."""
+    if moment is None:
+        return None
+    text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
+    return f"{text[:-6]}Z"
 
 
 def _hex(value: Any) -> str | None:
@@ -66,11 +84,11 @@ def counts(row: Row) -> dict[str, int]:
     }
 
 
-def timestamps(row: Row) -> dict[str, int | None]:
+def timestamps(row: Row, when: When = seconds) -> dict[str, int | str | None]:
     return {
-        "created_at": seconds(row["created_at"]),
-        "ended_at": seconds(row["ended_at"]),
-        "started_at": seconds(row["started_at"]),
+        "created_at": when(row["created_at"]),
+        "ended_at": when(row["ended_at"]),
+        "started_at": when(row["started_at"]),
     }
 
 
@@ -97,24 +115,36 @@ def instance(row: Row, key_hex: str) -> dict[str, Any]:
 
 
 def execution_extras(ids: Sequence[int]) -> dict[int, Row]:
-    """Return the definition and context descriptor of executions (one statement)."""
+    """
+    Return the definition and context descriptor of executions (one statement).
+
+    The statement is compiled once per number of ids (at most a page's
+    size), as a list's page is (:func:`values_rows`): an export reads it
+    once per page of hundreds of rows.
+    """
     from batchboard.explorer.queries import StoredSize, _using  # one home: the reads
 
-    rows = (
-        JobExecution.objects.using(_using())
-        .filter(id__in=list(ids))
-        .annotate(context_size=StoredSize("context_payload"))
-        .values(
-            "id",
-            "definition__definition_revision",
-            "definition__manifest_format",
-            "definition__manifest_digest",
-            "context_format",
-            "context_schema",
-            "context_schema_version",
-            "context_size",
+    def build(given: Sequence[Any]) -> Any:
+        return (
+            JobExecution.objects.using(_using())
+            .filter(id__in=list(given))
+            .annotate(context_size=StoredSize("context_payload"))
+            .values(
+                "id",
+                "definition__definition_revision",
+                "definition__manifest_format",
+                "definition__manifest_digest",
+                "context_format",
+                "context_schema",
+                "context_schema_version",
+                "context_size",
+            )
+            .order_by()
         )
-    )
+
+    if not ids:
+        return {}
+    rows = values_rows(_using(), ("execution_extras", len(ids)), build, list(ids))
     return {
         int(row["id"]): {
             "definition_revision": row["definition__definition_revision"],
@@ -129,7 +159,9 @@ def execution_extras(ids: Sequence[int]) -> dict[int, Row]:
     }
 
 
-def execution(row: Row, extras: Row | None = None) -> dict[str, Any]:
+def execution(
+    row: Row, extras: Row | None = None, when: When = seconds
+) -> dict[str, Any]:
     source = {**row, **(extras or {})}
     definition = None
     if source.get("definition_revision") is not None:
@@ -150,9 +182,9 @@ def execution(row: Row, extras: Row | None = None) -> dict[str, Any]:
         "job_name": source["job_name"],
         "owner_recorded": bool(source["owner_recorded"]),
         "status": source["status"],
-        "stop_requested_at": seconds(source["stop_requested_at"]),
-        "timestamps": timestamps(source),
-        "updated_at": seconds(source["updated_at"]),
+        "stop_requested_at": when(source["stop_requested_at"]),
+        "timestamps": timestamps(source, when),
+        "updated_at": when(source["updated_at"]),
         "version": source["version"],
     }
 
@@ -195,7 +227,7 @@ def operator_record(row: Row) -> dict[str, Any]:
     }
 
 
-def audited_request(row: Row) -> dict[str, Any]:
+def audited_request(row: Row, when: When = seconds) -> dict[str, Any]:
     """An operator request as the audit list shows it: no digest or version."""
     return {
         "action": row["action"],
@@ -209,7 +241,7 @@ def audited_request(row: Row) -> dict[str, Any]:
         "record": "operator_request",
         "rejection": row["rejection_code"],
         "request_id": row["id"],
-        "requested_at": seconds(row["requested_at"]),
+        "requested_at": when(row["requested_at"]),
         "result_status": row["result_status"],
     }
 
@@ -306,4 +338,63 @@ def retention_record(action: RetentionAction) -> dict[str, Any]:
         "outcome": action.outcome_class,
         "plan_digest": _hex(action.plan_digest),
         "reason": action.reason_code,
+    }
+
+
+def audit_row(row: Row, when: When = seconds) -> dict[str, Any]:
+    """A row of the audit log (:mod:`batchboard.explorer.audit`), either table."""
+    if row["kind"] == REQUESTS:
+        return audited_request(row, when)
+    return {
+        "action": row["action"],
+        "action_id": row["id"],
+        "actor": row["actor_ref"],
+        "applied_at": when(row["applied_at"]),
+        "batch_bound": row["batch_bound"],
+        "counts": {name: int(row[f"deleted_{name}"]) for name in PURGE_COUNT_NAMES},
+        "instance_id": row["job_instance_id"],
+        "operation_id": row["operation_id"],
+        "outcome": row["outcome_class"],
+        "reason": row["reason_code"],
+        "record": "retention_action",
+    }
+
+
+def purge_candidate(
+    plan: PurgePlan, candidate: tuple[int, int, int], when: When = seconds
+) -> dict[str, Any]:
+    """A purge plan's candidate, as its review shows it, with the plan's digest."""
+    instance_id, execution_id, version = candidate
+    facts = plan.facts.get(execution_id)
+    return {
+        "ended_at": when(facts.ended_at) if facts else None,
+        "execution_id": execution_id,
+        "instance_id": instance_id,
+        "job_name": plan.criteria.job_name,
+        "plan_digest": plan.digest_hex,
+        "status": facts.status if facts else None,
+        "updated_at": when(facts.updated_at) if facts else None,
+        "version": version,
+    }
+
+
+def bulk_item(item: PlannedItem) -> dict[str, Any]:
+    """A bulk plan's item: the frozen record and what the plan expects of it."""
+    return {
+        "code": item.code,
+        "evidence_digest": item.evidence,
+        "expected": item.expected,
+        "status": item.status,
+        "target_id": item.target_id,
+        "version": item.version,
+    }
+
+
+def bulk_plan_item(plan: BulkPlan, item: PlannedItem) -> dict[str, Any]:
+    """A bulk plan's item with the plan's action, kind and digest."""
+    return {
+        **bulk_item(item),
+        "action": plan.action,
+        "kind": plan.kind,
+        "plan_digest": plan.digest,
     }

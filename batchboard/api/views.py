@@ -844,26 +844,6 @@ def unknown(request: HttpRequest, user: Any) -> Envelope:
 # -- batchboard's own lists ---------------------------------------------------------
 
 
-def _audit_row(row: dict[str, Any]) -> dict[str, Any]:
-    if row["kind"] == audit_log.REQUESTS:
-        return projections.audited_request(row)
-    return {
-        "action": row["action"],
-        "action_id": row["id"],
-        "actor": row["actor_ref"],
-        "applied_at": projections.seconds(row["applied_at"]),
-        "batch_bound": row["batch_bound"],
-        "counts": {
-            name: int(row[f"deleted_{name}"]) for name in projections.PURGE_COUNT_NAMES
-        },
-        "instance_id": row["job_instance_id"],
-        "operation_id": row["operation_id"],
-        "outcome": row["outcome_class"],
-        "reason": row["reason_code"],
-        "record": "retention_action",
-    }
-
-
 @endpoint("audit list")
 def audit(request: HttpRequest, user: Any) -> Envelope:
     """batchboard's own: the audit log, newest first (both audit tables merged)."""
@@ -880,7 +860,7 @@ def audit(request: HttpRequest, user: Any) -> Envelope:
     if not form.is_valid():
         raise refuse(command, "USAGE", "INVALID_VALUE", "a filter value is not valid")
     found = audit_log.read(form)
-    rows = [_audit_row(row) for row in found.page.rows]
+    rows = [projections.audit_row(row) for row in found.page.rows]
     return _paged(command, found.page, rows)
 
 
@@ -1038,17 +1018,7 @@ def bulk_plan(request: HttpRequest, user: Any) -> Envelope:
             "counts": plan.counts,
             "digest": plan.digest,
             "filters": plan.filters,
-            "items": [
-                {
-                    "code": item.code,
-                    "evidence_digest": item.evidence,
-                    "expected": item.expected,
-                    "status": item.status,
-                    "target_id": item.target_id,
-                    "version": item.version,
-                }
-                for item in plan.items
-            ],
+            "items": [projections.bulk_item(item) for item in plan.items],
             "kind": plan.kind,
         },
     )

@@ -19,7 +19,13 @@ from __future__ import annotations
 from typing import Any, Final
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    QueryDict,
+    StreamingHttpResponse,
+)
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -27,9 +33,10 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRefresh
 
-from batchboard import actions, vocabulary
+from batchboard import actions, export, vocabulary
 from batchboard.actions import permissions
 from batchboard.actions.bulk import BULK_ACTIONS, EXECUTION_ACTIONS
+from batchboard.api import projections
 from batchboard.console import forms
 from batchboard.console.consequences import audit_row_url, consequence
 from batchboard.explorer import inputs, surveys
@@ -69,22 +76,7 @@ def _filters_query(request: HttpRequest) -> str:
 @guarded(ReadGate(VIEW_EXECUTIONS))
 def bulk_plan(request: HttpRequest, source: str, action: str) -> HttpResponse:
     """Plan ``action`` on every record list ``source`` matches, for review."""
-    if action not in BULK_ACTIONS or source not in surveys.LISTS:
-        raise NotFound()
-    if (source == surveys.INSTANCES) == (action in EXECUTION_ACTIONS):
-        raise BadInput(
-            _("This action does not act on this list"),
-            _("Stop, abandon and recover act on executions; holds on instances."),
-        )
-    survey = surveys.from_query(source, request.GET)
-    try:
-        plan = actions.plan_bulk(user=request.user, action=action, survey=survey)
-    except actions.BulkTooLarge as error:
-        raise BadInput(
-            _("Too many records for one bulk action"), error.message
-        ) from error
-    except actions.ActionError as error:
-        raise BadInput(_("The plan could not be made"), error.message) from error
+    plan, survey = _plan(request, request.GET, source, action)
     context: dict[str, Any] = {
         "plan": plan,
         "source": source,
@@ -102,6 +94,60 @@ def bulk_plan(request: HttpRequest, source: str, action: str) -> HttpResponse:
     if wants_fragment(request) and "after" in request.GET:
         return render(request, "batchboard/actions/bulk_items.html", context)
     return render(request, "batchboard/actions/bulk_plan.html", context)
+
+
+def _plan(
+    request: HttpRequest, data: QueryDict, source: str, action: str
+) -> tuple[actions.BulkPlan, surveys.ListSurvey]:
+    """Plan ``action`` on list ``source`` under the filters in ``data``."""
+    if action not in BULK_ACTIONS or source not in surveys.LISTS:
+        raise NotFound()
+    if (source == surveys.INSTANCES) == (action in EXECUTION_ACTIONS):
+        raise BadInput(
+            _("This action does not act on this list"),
+            _("Stop, abandon and recover act on executions; holds on instances."),
+        )
+    survey = surveys.from_query(source, data)
+    try:
+        plan = actions.plan_bulk(user=request.user, action=action, survey=survey)
+    except actions.BulkTooLarge as error:
+        raise BadInput(
+            _("Too many records for one bulk action"), error.message
+        ) from error
+    except actions.ActionError as error:
+        raise BadInput(_("The plan could not be made"), error.message) from error
+    return plan, survey
+
+
+#: A bulk plan's item as CSV columns.
+ITEM_COLUMNS: Final = (
+    "plan_digest",
+    "action",
+    "kind",
+    "target_id",
+    "version",
+    "status",
+    "expected",
+    "code",
+    "evidence_digest",
+)
+
+
+@require_http_methods(["GET", "HEAD"])
+@guarded(ReadGate(VIEW_EXECUTIONS))
+def bulk_plan_export(
+    request: HttpRequest, source: str, action: str
+) -> StreamingHttpResponse:
+    """
+    Download the plan the review shows: its items, each with the digest.
+
+    The plan is made again from the same filters, as the review's pages
+    are; an apply checks the digest, so the file names the plan it shows.
+    """
+    plan, _survey = _plan(request, export.filters(request.GET), source, action)
+    rows = [projections.bulk_plan_item(plan, item) for item in plan.items]
+    name = f"bulk-plan-{source}-{action.lower()}"
+    return export.download(request, name, ITEM_COLUMNS, lambda _: (rows, None))
 
 
 def _list_url(source: str, filters: Any) -> str:

@@ -28,8 +28,14 @@ urlpatterns = [
     path("instances/<int:instance_id>/release/", views.release, name="action_release"),
     path("retention/purge/", views.purge_plan, name="purge_plan"),
     path("retention/purge/apply/", views.purge_apply, name="purge_apply"),
+    path("retention/purge/export/", views.purge_export, name="purge_export"),
     path("bulk/apply/", bulk.bulk_apply, name="bulk_apply"),
     path("bulk/plan/<str:source>/<str:action>/", bulk.bulk_plan, name="bulk_plan"),
+    path(
+        "bulk/plan/<str:source>/<str:action>/export/",
+        bulk.bulk_plan_export,
+        name="bulk_plan_export",
+    ),
     path("bulk/operations/<str:bulk_id>/", bulk.bulk_operation, name="bulk_operation"),
     path(
         "bulk/operations/<str:bulk_id>/continue/",

@@ -27,10 +27,10 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext as _
@@ -38,8 +38,9 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import trigger_client_event
 
-from batchboard import actions, vocabulary
+from batchboard import actions, export, vocabulary
 from batchboard.actions import eligibility, envelope, permissions
+from batchboard.api import projections
 from batchboard.console import forms
 from batchboard.console.consequences import audit_url, consequence
 from batchboard.explorer import cli, inputs, queries
@@ -50,6 +51,7 @@ from batchboard.explorer.presenters import Clock, Presenter, look, outcome_tone
 from batchboard.models import JobExecution, JobInstance
 from batchboard.vocabulary import MAX_PAGE_SIZE
 from batchboard.web import (
+    BadInput,
     action_view,
     first_page_url,
     known_id,
@@ -439,14 +441,7 @@ def purge_plan(request: HttpRequest) -> HttpResponse:
     }
     if request.GET.get("job_name"):
         try:
-            criteria = form.criteria()
-            context["plan"] = actions.plan_purge(
-                user=request.user,
-                job_name=criteria.job_name,
-                statuses=criteria.statuses,
-                min_age_seconds=criteria.min_age_seconds,
-                batch=criteria.batch,
-            )
+            context["plan"] = _plan_purge(request, form)
         except actions.ActionError as error:
             context["error"] = error
         else:
@@ -460,6 +455,54 @@ def purge_plan(request: HttpRequest) -> HttpResponse:
             row["job_name"] for row in queries.job_names(MAX_PAGE_SIZE).rows
         ]
     return render(request, "batchboard/actions/purge.html", context)
+
+
+def _plan_purge(
+    request: HttpRequest, form: forms.PurgeCriteriaForm
+) -> actions.PurgePlan:
+    """Return the plan of the form's criteria, or raise ActionError."""
+    criteria = form.criteria()
+    return actions.plan_purge(
+        user=request.user,
+        job_name=criteria.job_name,
+        statuses=criteria.statuses,
+        min_age_seconds=criteria.min_age_seconds,
+        batch=criteria.batch,
+    )
+
+
+#: A purge plan's candidate as CSV columns.
+PURGE_COLUMNS: Final = (
+    "plan_digest",
+    "job_name",
+    "instance_id",
+    "execution_id",
+    "version",
+    "status",
+    "ended_at",
+    "updated_at",
+)
+
+
+@require_http_methods(["GET", "HEAD"])
+@action_view(vocabulary.PLAN_PURGE)
+def purge_export(request: HttpRequest) -> StreamingHttpResponse:
+    """
+    Download the purge plan the page shows: its candidates and digest.
+
+    The plan is made again from the page's criteria, as each page of its
+    candidates is; every row carries the digest of the plan it belongs to.
+    """
+    form = forms.PurgeCriteriaForm.from_data(export.filters(request.GET))
+    try:
+        plan = _plan_purge(request, form)
+    except actions.ActionError as error:
+        raise BadInput(_("The plan could not be made"), error.message) from error
+    rows = [
+        projections.purge_candidate(plan, candidate, projections.iso)
+        for candidate in plan.candidates
+    ]
+    return export.download(request, "purge-plan", PURGE_COLUMNS, lambda _: (rows, None))
 
 
 def _candidate_page(request: HttpRequest, plan: actions.PurgePlan) -> dict[str, Any]:

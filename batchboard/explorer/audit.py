@@ -358,16 +358,23 @@ class AuditPage:
     ignored: list[str]
 
 
-def read(form: AuditForm) -> AuditPage:
-    """Return one page of the audit log under the form's served filters."""
+def read(
+    form: AuditForm, page_size: int | None = None, token: str | None = None
+) -> AuditPage:
+    """
+    Return one page of the audit log under the form's served filters.
+
+    The page's size and cursor are the form's, unless ``page_size`` is
+    given: an export walks the same log at its own size, from ``token``.
+    """
     asked = form.asked()
     applied = {name: value for name, value in asked.items() if served(name)}
     ignored = [name for name in asked if name not in applied]
-    size = form.page_size
+    size = form.page_size if page_size is None else page_size
+    if page_size is None:
+        token = form.token
     action, operation = applied.get("action", ""), applied.get("operation", "")
-    window = Window.open(
-        spec(action, applied.get("job", ""), operation), size, form.token
-    )
+    window = Window.open(spec(action, applied.get("job", ""), operation), size, token)
     below: tuple[int | None, int | None] = (None, None)
     if window.after is not None:
         below = cursors.ordered_key(window.after)

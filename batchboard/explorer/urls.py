@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from batchboard.cursors import MAX_NAME_BYTES
-from batchboard.explorer import views
+from batchboard.explorer import exports, views
 from batchboard.explorer.links import job_name_from_path, job_segment
 
 
@@ -58,6 +58,7 @@ urlpatterns = [
     ),
     path("instances/<int:instance_id>/", views.instance, name="instance"),
     path("executions/", views.executions, name="executions"),
+    path("executions/export/", exports.executions_export, name="executions_export"),
     path(EXECUTION, views.execution, name="execution"),
     path(f"{EXECUTION}live/", views.execution_live, name="execution_live"),
     path(f"{EXECUTION}row/", views.execution_row, name="execution_row"),
@@ -77,4 +78,5 @@ urlpatterns = [
     path("compare/", views.compare_selected, name="compare_selected"),
     path("compare/<int:a>/<int:b>/", views.compare, name="compare"),
     path("instances/search/", views.parameter_search, name="parameter_search"),
+    path("audit/export/", exports.audit_export, name="audit_export"),
 ]

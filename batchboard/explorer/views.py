@@ -394,12 +394,7 @@ def executions(request: HttpRequest) -> HttpResponse:
     """Show recent executions across all jobs, filterable by status and job."""
     form = inputs.read(inputs.ExecutionsForm, request)
     chosen, job_name, window = form.statuses, form.job_filter, form.window
-    if window is None:
-        page = queries.recent_executions(chosen, job_name, form.page_size, form.token)
-    else:
-        page = queries.windowed_executions(
-            chosen, job_name, window, form.page_size, form.token
-        )
+    page = listed_executions(form, form.page_size, form.token)
     present = Presenter()
     present.executions(page.rows)
     if chosen and set(chosen) <= {"FAILED", "STOPPED"}:
@@ -486,6 +481,25 @@ def _window_context(request: HttpRequest, form: inputs.WindowForm) -> dict[str, 
 def _picker_value(count: int) -> str:
     """Return a resolved bound as a ``datetime-local`` value (UTC, to the second)."""
     return cursors.moment(count).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def listed_executions(
+    form: inputs.ExecutionsForm, page_size: int, token: str | None
+) -> Page:
+    """
+    Return a page of the executions list under every filter of ``form``.
+
+    The one reading of the list: its page and its export
+    (:func:`batchboard.explorer.exports.executions_export`) both call it,
+    so a filter the form gains and passes on here reaches both.
+    """
+    if form.window is None:
+        return queries.recent_executions(
+            form.statuses, form.job_filter, page_size, token
+        )
+    return queries.windowed_executions(
+        form.statuses, form.job_filter, form.window, page_size, token
+    )
 
 
 #: What the executions list's status shortcuts read as.

@@ -22,6 +22,7 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
+from batchboard import export
 from batchboard.actions import eligibility, permissions
 from batchboard.explorer.presenters import NOTHING, Clock, group_digits
 from batchboard.explorer.stamps import execution_lines, instance_lines, job_lines
@@ -248,3 +249,19 @@ def save_view_form(context: Context) -> dict[str, Any]:
     if request is None:
         return {"location": ""}
     return {"location": request.get_full_path_info()}
+
+
+@register.inclusion_tag("batchboard/partials/export_links.html", takes_context=True)
+def export_links(context: Context, name: str, *args: Any) -> dict[str, Any]:
+    """
+    Offer the download of a list as CSV and NDJSON, under its current filters.
+
+    ``name`` (and ``args``) name the export's URL; the links carry the
+    page's query string without its paging (:func:`batchboard.export.filters`).
+    """
+    request = context.get("request")
+    if request is None:
+        return {}
+    query = export.filters_query(request.GET)
+    base = reverse(name, args=args) + "?" + (f"{query}&" if query else "")
+    return {"csv_url": f"{base}format=csv", "ndjson_url": f"{base}format=ndjson"}

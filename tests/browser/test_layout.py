@@ -62,8 +62,12 @@ NOT_PAGES = {
     "edit_view",
     "saved_view",
     "default_view",
-    # Not HTML: /metrics (its text format).
+    # Not HTML: /metrics (its text format) and the lists' downloads.
     "metrics",
+    "executions_export",
+    "audit_export",
+    "purge_export",
+    "bulk_plan_export",
 }
 
 # The page is too wide if the document scrolls sideways, or if an element

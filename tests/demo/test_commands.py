@@ -16,7 +16,11 @@ GATED = (
     "batchboard_demo_alerts",
 )
 #: The benchmarks measure; only seeding (through batchboard_seed) writes.
-UNGATED = ("batchboard_benchmark", "batchboard_benchmark_admin")
+UNGATED = (
+    "batchboard_benchmark",
+    "batchboard_benchmark_admin",
+    "batchboard_benchmark_export",
+)
 
 
 def test_check_bounds_says_which_option_and_its_range() -> None:

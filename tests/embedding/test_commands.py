@@ -20,6 +20,7 @@ HOST = Path(__file__).resolve().parent / "host"
 DEMO_COMMANDS = (
     "batchboard_benchmark",
     "batchboard_benchmark_admin",
+    "batchboard_benchmark_export",
     "batchboard_benchmark_replicas",
     "batchboard_demo_alerts",
     "batchboard_demo_login",

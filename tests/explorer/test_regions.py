@@ -81,6 +81,13 @@ def _urls(history: History) -> list[str]:
     return urls
 
 
+def _text(response: Any) -> str:
+    """Return a page's body, or a download's (streamed, never HTML)."""
+    if response.streaming:
+        return b"".join(response.streaming_content).decode()
+    return str(response.content.decode())
+
+
 def _markers(body: str) -> set[str]:
     return {token for found in MARKER.findall(body) for token in found.split()}
 
@@ -125,7 +132,7 @@ def test_each_page_shows_no_region_whose_read_permission_is_missing(
         for headers in ({}, HTMX):
             response = everything.get(url, **headers)
             assert response.status_code < 500, url
-            shown |= _markers(response.content.decode())
+            shown |= _markers(_text(response))
     permissions = _read_permissions()
     # Every marker names a read permission, and the pages list every kind
     # of record a reader may be refused.
@@ -139,7 +146,7 @@ def test_each_page_shows_no_region_whose_read_permission_is_missing(
                 response = lacking.get(url, **headers)
                 assert response.status_code < 500, (codename, url)
                 if response.status_code == 200:
-                    assert model not in _markers(response.content.decode()), (
+                    assert model not in _markers(_text(response)), (
                         codename,
                         url,
                         headers,

@@ -172,7 +172,13 @@ class Campaign:
         self.requests += 1
         where = (self.role, method, url[:120], "htmx" if htmx else "page", what)
         assert response.status_code < 500, where
-        body = response.content.decode("utf-8", "replace")
+        # A download streams its file: read all of it, as a browser would.
+        raw = (
+            b"".join(response.streaming_content)
+            if response.streaming
+            else response.content
+        )
+        body = raw.decode("utf-8", "replace")
         assert not RAW_TAG.search(body), where
         assert not RAW_TAG.search(response.get("Location", "")), where
         if self.role != "administrator":
