@@ -78,7 +78,9 @@ def choice(request: HttpRequest) -> str:
     session: Any = getattr(request, "session", None)
     chosen = session.get(SESSION_KEY) if session is not None else None
     if not isinstance(chosen, str) or not is_choice(chosen):
-        chosen = stored(request.user.pk or 0)
+        # A user with no row (a service, say) has no stored choice to read.
+        pk = getattr(request.user, "pk", None)
+        chosen = UTC if pk is None else stored(pk)
         if session is not None:
             session[SESSION_KEY] = chosen
     setattr(request, REQUEST_ATTRIBUTE, chosen)
