@@ -39,7 +39,18 @@ def _channel_label(channel: Channel) -> str:
 
 
 class ChannelsField(forms.ModelMultipleChoiceField):  # type: ignore[type-arg]
-    """The channels to notify: ids checked as whole numbers before any query."""
+    """
+    The channels to notify, by name, none required: ids checked as whole
+    numbers before any query.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.queryset = Channel.objects.using(conf.state_alias()).order_by("name")
+        self.required = False
+
+    def label_from_instance(self, obj: Any) -> str:
+        return _channel_label(obj)
 
     def clean(self, value: Any) -> Any:
         for item in value if isinstance(value, (list, tuple)) else ():
@@ -96,11 +107,6 @@ class RuleForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        chosen = self.fields["channels"]
-        assert isinstance(chosen, forms.ModelMultipleChoiceField)
-        chosen.queryset = Channel.objects.using(conf.state_alias()).order_by("name")
-        chosen.required = False
-        chosen.label_from_instance = _channel_label  # type: ignore[method-assign,assignment]
         for name in ("minutes", "window", "limit_minutes", "hours"):
             field = self.fields[name]
             assert isinstance(field, forms.IntegerField)
@@ -281,11 +287,6 @@ class PolicyForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        chosen = self.fields["channels"]
-        assert isinstance(chosen, forms.ModelMultipleChoiceField)
-        chosen.queryset = Channel.objects.using(conf.state_alias()).order_by("name")
-        chosen.required = False
-        chosen.label_from_instance = _channel_label  # type: ignore[method-assign,assignment]
         if self.instance.pk is not None:
             self.initial["statuses"] = list(self.instance.status_list)
             self.initial["keep_days"] = self.instance.min_age_seconds // _DAY
