@@ -145,7 +145,12 @@ def _database_error(command: str, error: DatabaseError) -> Envelope:
 def endpoint(
     command: str, methods: tuple[str, ...] = ("GET",)
 ) -> Callable[[ApiView], Callable[..., HttpResponse]]:
-    """Wrap an API view: method, caller, and every failure as an envelope."""
+    """
+    Wrap an API view: method, caller, and every failure as an envelope.
+
+    The view is called with the request, the caller and ``command``, the
+    CLI command its envelope names, then the URL's arguments.
+    """
 
     def wrap(view: ApiView) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
@@ -173,9 +178,9 @@ def endpoint(
                 if request.method in ("GET", "HEAD"):
                     session = getattr(request, "session", None)
                     with replicas.reading(session, replica=methods == ("GET",)):
-                        envelope = view(request, user, *args, **kwargs)
+                        envelope = view(request, user, command, *args, **kwargs)
                 else:
-                    envelope = view(request, user, *args, **kwargs)
+                    envelope = view(request, user, command, *args, **kwargs)
             except Refused as refused:
                 envelope = refused.envelope
             except cursors.CursorError as error:
@@ -217,8 +222,7 @@ LIST_PARAMS = {"page_size", "cursor"}
 
 
 @endpoint("job list")
-def job_list(request: HttpRequest, user: Any) -> Envelope:
-    command = "job list"
+def job_list(request: HttpRequest, user: Any, command: str) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     page = queries.job_names(inputs.page_size(request, command), inputs.cursor(request))
@@ -235,8 +239,7 @@ def _instance_keys(ids: list[int]) -> dict[int, str]:
 
 
 @endpoint("job show")
-def job_show(request: HttpRequest, user: Any, job_name: str) -> Envelope:
-    command = "job show"
+def job_show(request: HttpRequest, user: Any, command: str, job_name: str) -> Envelope:
     inputs.check_params(request, command, set())
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     page = queries.instances(inputs.job_name(job_name, command), 1)
@@ -261,8 +264,9 @@ def job_show(request: HttpRequest, user: Any, job_name: str) -> Envelope:
 
 
 @endpoint("instance list")
-def instance_list(request: HttpRequest, user: Any, job_name: str) -> Envelope:
-    command = "instance list"
+def instance_list(
+    request: HttpRequest, user: Any, command: str, job_name: str
+) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     page = queries.instances(
@@ -276,8 +280,9 @@ def instance_list(request: HttpRequest, user: Any, job_name: str) -> Envelope:
 
 
 @endpoint("instance show")
-def instance_show(request: HttpRequest, user: Any, instance_id: str) -> Envelope:
-    command = "instance show"
+def instance_show(
+    request: HttpRequest, user: Any, command: str, instance_id: str
+) -> Envelope:
     inputs.check_params(request, command, set())
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     found = queries.instance(inputs.identifier(instance_id, command, "instance"))
@@ -293,8 +298,9 @@ def _executions(command: str, page: Page) -> Envelope:
 
 
 @endpoint("execution list")
-def instance_executions(request: HttpRequest, user: Any, instance_id: str) -> Envelope:
-    command = "execution list"
+def instance_executions(
+    request: HttpRequest, user: Any, command: str, instance_id: str
+) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     ident = inputs.identifier(instance_id, command, "instance")
@@ -305,8 +311,7 @@ def instance_executions(request: HttpRequest, user: Any, instance_id: str) -> En
 
 
 @endpoint("execution list")
-def unresolved(request: HttpRequest, user: Any) -> Envelope:
-    command = "execution list"
+def unresolved(request: HttpRequest, user: Any, command: str) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS | {"unresolved_age"})
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     text = request.GET.get("unresolved_age")
@@ -327,13 +332,12 @@ def unresolved(request: HttpRequest, user: Any) -> Envelope:
 
 
 @endpoint("execution recent")
-def recent(request: HttpRequest, user: Any) -> Envelope:
+def recent(request: HttpRequest, user: Any, command: str) -> Envelope:
     """
     batchboard's own list: executions newest first, by status and job; with
     a time window (``since``, ``until``), those last updated in it, by
     last update.
     """
-    command = "execution recent"
     inputs.check_params(
         request, command, LIST_PARAMS | {"status", "job", "since", "until"}
     )
@@ -375,8 +379,9 @@ def recent(request: HttpRequest, user: Any) -> Envelope:
 
 
 @endpoint("execution show")
-def execution_show(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
-    command = "execution show"
+def execution_show(
+    request: HttpRequest, user: Any, command: str, execution_id: str
+) -> Envelope:
     inputs.check_params(request, command, set())
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     ident = inputs.identifier(execution_id, command, "execution")
@@ -429,9 +434,10 @@ def _proposal(execution_id: int) -> dict[str, Any] | None:
 
 
 @endpoint("recovery propose")
-def recovery_propose(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
+def recovery_propose(
+    request: HttpRequest, user: Any, command: str, execution_id: str
+) -> Envelope:
     """batchboard's own: the recovery proposal alone (null when not a candidate)."""
-    command = "recovery propose"
     inputs.check_params(request, command, set())
     inputs.require_perms(user, command, *access.VIEW_EXECUTIONS)
     ident = inputs.identifier(execution_id, command, "execution")
@@ -441,8 +447,9 @@ def recovery_propose(request: HttpRequest, user: Any, execution_id: str) -> Enve
 
 
 @endpoint("execution steps")
-def execution_steps(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
-    command = "execution steps"
+def execution_steps(
+    request: HttpRequest, user: Any, command: str, execution_id: str
+) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_STEPS)
     ident = inputs.identifier(execution_id, command, "execution")
@@ -456,9 +463,8 @@ def execution_steps(request: HttpRequest, user: Any, execution_id: str) -> Envel
 
 
 @endpoint("step show")
-def step_show(request: HttpRequest, user: Any, step_id: str) -> Envelope:
+def step_show(request: HttpRequest, user: Any, command: str, step_id: str) -> Envelope:
     """batchboard's own: one step record."""
-    command = "step show"
     inputs.check_params(request, command, set())
     inputs.require_perms(user, command, *access.VIEW_STEPS)
     found = queries.step(inputs.identifier(step_id, command, "step"))
@@ -470,8 +476,9 @@ def step_show(request: HttpRequest, user: Any, step_id: str) -> Envelope:
 
 
 @endpoint("execution partitions")
-def step_partitions(request: HttpRequest, user: Any, step_id: str) -> Envelope:
-    command = "execution partitions"
+def step_partitions(
+    request: HttpRequest, user: Any, command: str, step_id: str
+) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_PARTITIONS)
     ident = inputs.identifier(step_id, command, "step")
@@ -489,8 +496,9 @@ HISTORY = {
 
 
 @endpoint("execution history")
-def execution_history(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
-    command = "execution history"
+def execution_history(
+    request: HttpRequest, user: Any, command: str, execution_id: str
+) -> Envelope:
     inputs.check_params(request, command, LIST_PARAMS | {"record"})
     record = request.GET.get("record", "operator")
     if record not in HISTORY:
@@ -575,8 +583,7 @@ def _version(document: dict[str, Any], command: str) -> int:
 
 
 @endpoint("execution stop", ("POST",))
-def stop(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
-    command = "execution stop"
+def stop(request: HttpRequest, user: Any, command: str, execution_id: str) -> Envelope:
     ident = inputs.identifier(execution_id, command, "execution")
     document = inputs.body(request, command, {"expected_version", "operation_id"})
     result = actions.stop_execution(
@@ -589,8 +596,9 @@ def stop(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
 
 
 @endpoint("execution abandon", ("POST",))
-def abandon(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
-    command = "execution abandon"
+def abandon(
+    request: HttpRequest, user: Any, command: str, execution_id: str
+) -> Envelope:
     ident = inputs.identifier(execution_id, command, "execution")
     document = inputs.body(
         request, command, {"expected_version", "operation_id", "reason"}
@@ -606,8 +614,9 @@ def abandon(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
 
 
 @endpoint("execution recover", ("POST",))
-def recover(request: HttpRequest, user: Any, execution_id: str) -> Envelope:
-    command = "execution recover"
+def recover(
+    request: HttpRequest, user: Any, command: str, execution_id: str
+) -> Envelope:
     ident = inputs.identifier(execution_id, command, "execution")
     document = inputs.body(
         request,
@@ -680,8 +689,10 @@ def _hold_outcome(command: str, result: actions.ActionResult) -> Envelope:
     return _decided(command, result, data)
 
 
-def _hold_view(command: str, place: bool) -> Callable[..., Envelope]:
-    def view(request: HttpRequest, user: Any, instance_id: str) -> Envelope:
+def _hold_view(place: bool) -> Callable[..., Envelope]:
+    def view(
+        request: HttpRequest, user: Any, command: str, instance_id: str
+    ) -> Envelope:
         ident = inputs.identifier(instance_id, command, "instance")
         document = inputs.body(request, command, {"operation_id", "reason"})
         service = actions.place_hold if place else actions.release_hold
@@ -693,14 +704,12 @@ def _hold_view(command: str, place: bool) -> Callable[..., Envelope]:
         )
         return _hold_outcome(command, result)
 
-    view.__name__ = command.replace(" ", "_")
+    view.__name__ = "retention_hold" if place else "retention_release"
     return view
 
 
-hold = endpoint("retention hold", ("POST",))(_hold_view("retention hold", True))
-release = endpoint("retention release", ("POST",))(
-    _hold_view("retention release", False)
-)
+hold = endpoint("retention hold", ("POST",))(_hold_view(True))
+release = endpoint("retention release", ("POST",))(_hold_view(False))
 
 
 def _purge_inputs(document: dict[str, Any], command: str) -> dict[str, Any]:
@@ -765,16 +774,14 @@ PURGE_OPTIONAL = frozenset({"batch", "status"})
 
 
 @endpoint("retention plan", ("POST",))
-def purge_plan(request: HttpRequest, user: Any) -> Envelope:
-    command = "retention plan"
+def purge_plan(request: HttpRequest, user: Any, command: str) -> Envelope:
     document = inputs.body(request, command, PURGE_FIELDS, PURGE_OPTIONAL)
     plan = actions.plan_purge(user=user, **_purge_inputs(document, command))
     return Envelope(command, _plan_data(plan))
 
 
 @endpoint("retention apply", ("POST",))
-def purge_apply(request: HttpRequest, user: Any) -> Envelope:
-    command = "retention apply"
+def purge_apply(request: HttpRequest, user: Any, command: str) -> Envelope:
     document = inputs.body(
         request,
         command,
@@ -825,7 +832,7 @@ def purge_apply(request: HttpRequest, user: Any) -> Envelope:
 
 
 @endpoint("api index", ("GET", "POST", "PUT", "PATCH", "DELETE"))
-def unknown(request: HttpRequest, user: Any) -> Envelope:
+def unknown(request: HttpRequest, user: Any, command: str) -> Envelope:
     """The API's root lists its commands; any other unrouted path is unknown."""
     from batchboard.api import schema
 
@@ -845,9 +852,8 @@ def unknown(request: HttpRequest, user: Any) -> Envelope:
 
 
 @endpoint("audit list")
-def audit(request: HttpRequest, user: Any) -> Envelope:
+def audit(request: HttpRequest, user: Any, command: str) -> Envelope:
     """batchboard's own: the audit log, newest first (both audit tables merged)."""
-    command = "audit list"
     inputs.check_params(request, command, LIST_PARAMS | {"action", "job", "operation"})
     inputs.require_perms(user, command, *access.VIEW_AUDIT)
     size = inputs.page_size(request, command)
@@ -865,9 +871,8 @@ def audit(request: HttpRequest, user: Any) -> Envelope:
 
 
 @endpoint("bulk list")
-def bulk_list(request: HttpRequest, user: Any) -> Envelope:
+def bulk_list(request: HttpRequest, user: Any, command: str) -> Envelope:
     """batchboard's own: bulk operations, newest first."""
-    command = "bulk list"
     inputs.check_params(request, command, LIST_PARAMS)
     inputs.require_perms(user, command, *access.VIEW_AUDIT)
     size = inputs.page_size(request, command)
@@ -992,9 +997,8 @@ def _bulk_directive(document: dict[str, Any], command: str) -> actions.Directive
 
 
 @endpoint("bulk plan", ("POST",))
-def bulk_plan(request: HttpRequest, user: Any) -> Envelope:
+def bulk_plan(request: HttpRequest, user: Any, command: str) -> Envelope:
     """batchboard's own: the reviewed plan of a bulk action on a list's filter."""
-    command = "bulk plan"
     document = inputs.body(
         request,
         command,
@@ -1025,7 +1029,7 @@ def bulk_plan(request: HttpRequest, user: Any) -> Envelope:
 
 
 @endpoint("bulk apply", ("POST",))
-def bulk_apply(request: HttpRequest, user: Any) -> Envelope:
+def bulk_apply(request: HttpRequest, user: Any, command: str) -> Envelope:
     """
     batchboard's own: apply a reviewed plan, one chunk a call.
 
@@ -1033,7 +1037,6 @@ def bulk_apply(request: HttpRequest, user: Any) -> Envelope:
     ``bulk_id`` (returned by the first call) continues an apply. Each item
     goes through its single action under ``<bulk id>:<target id>``.
     """
-    command = "bulk apply"
     document = inputs.body(
         request,
         command,
