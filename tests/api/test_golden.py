@@ -11,19 +11,20 @@ by the same function the action views answer with.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.db import OperationalError, connection
 from django.test import Client
 
 from batchboard import actions, digests
-from batchboard.actions import ServiceActor
+from batchboard.actions import ServiceActor, recovery
 from batchboard.api import views
 from batchboard.api.output import Envelope
 from batchboard.db import alias, back_dated
 from batchboard.explorer import queries
-from batchboard.models import JobExecution, JobInstance, OperatorRequest
+from batchboard.models import JobDefinition, JobExecution, JobInstance, OperatorRequest
 from batchboard.vocabulary import DESTRUCTIVE, LIFECYCLE, MAX_RESPONSE_BYTES
 from tests import factories
 
@@ -336,3 +337,70 @@ def test_a_statement_timeout_is_the_deadline_category(
         b'"detail":"the bounded query exceeded its statement timeout"}],"outcome":"error",'
         b'"schema_version":1,"truncated":false}\n'
     )
+
+
+GOLDEN_2 = (
+    '{"command":"execution show","data":{"attempt":1,"context":null,"counts":'
+    '{"committed":0,"filtered":0,"processed":0,"read":0,"written":0},"definition":'
+    '{"manifest_digest":"7b5fa0fd68076c75cd61bedaefcf4b7410e1003b53c575d7ba625c5ce5fd0104",'
+    '"manifest_format":1,"revision":"r1"},"execution_id":6,"exit_code":"UNKNOWN",'
+    '"failure":null,"instance_id":5,"job_name":"orders","owner_recorded":false,'
+    '"recovery_proposal":{"ambiguous_external_effect":true,"attempt":1,'
+    '"committed_flow_decision":false,"completed_partition":false,"evidence_digest":'
+    '"0bcb0541104b8a0151dbf54c79bcd1a75bf106bf8beec32673fa2a1c2049e8ae",'
+    '"inactivity_millis":3599500,"latest_step":null,"observation_window_millis":0,'
+    '"observed_clock_offset_millis":0,"observed_version":1,"owner":"absent",'
+    '"server_time":1800003601,"status":"UNKNOWN","unknown_commit":true,'
+    '"updated_at":1800000002},"status":"UNKNOWN","stop_requested_at":null,'
+    '"timestamps":{"created_at":1800000000,"ended_at":null,"started_at":null},'
+    '"updated_at":1800000002,"version":1},"diagnostics":[],"outcome":"success",'
+    '"schema_version":1,"truncated":false}\n'
+)
+
+
+def test_an_unknown_execution_with_its_recovery_proposal(
+    reader: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    Golden 2: every byte, the evidence digest included, but ``context``.
+
+    The CLI's in-memory adapter keeps no context and prints ``null``; over a
+    database the execution has one, and the API shows its descriptor, as
+    oxide-batch's PostgreSQL adapter does (docs/api.md).
+    """
+    made = _orders()
+    revision = factories.definition("orders", "r1")
+    JobDefinition.objects.filter(pk=revision.pk).update(
+        manifest_digest=bytes.fromhex(
+            "7b5fa0fd68076c75cd61bedaefcf4b7410e1003b53c575d7ba625c5ce5fd0104"
+        )
+    )
+    execution = factories.execution(
+        made[5],
+        "STARTING",
+        job_definition=revision,
+        created_at=T0,
+        updated_at=T0,
+    )
+    JobExecution.objects.filter(pk=execution.pk).update(
+        id=6,
+        status="UNKNOWN",
+        version=1,
+        updated_at=T0 + timedelta(seconds=2),
+    )
+    taken = recovery.snapshot
+
+    def at_the_goldens_clock(execution_id: int) -> tuple[Any, int]:
+        evidence, _server_ms = taken(execution_id)
+        return evidence, 1_800_003_601_500
+
+    monkeypatch.setattr(recovery, "snapshot", at_the_goldens_clock)
+    body = _fetch(reader, "/api/v1/executions/6/").decode()
+    context = json.loads(body)["data"]["context"]
+    assert context is not None and set(context) >= {"format_version", "schema_id"}
+    ours = body.replace(
+        '"context":' + json.dumps(context, separators=(",", ":"), sort_keys=True),
+        '"context":null',
+        1,
+    )
+    assert ours == GOLDEN_2

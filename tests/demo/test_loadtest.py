@@ -9,10 +9,14 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
+from django.test import Client
+from django.urls import reverse
 
 from batchboard import conf
 from batchboard.demo.loadtest import MIX_SCRIPT, Page, percentile, read_samples
+from batchboard.demo.management.commands.batchboard_loadtest import Command
 from batchboard.demo.replication import describe_lag, read_share
+from tests import factories
 
 
 def test_nearest_rank_percentiles() -> None:
@@ -96,3 +100,27 @@ def test_the_lag_is_told_as_max_median_and_samples_behind() -> None:
         "max 0.05 s, median 0.00 s over 3 samples (1 above zero)"
     )
     assert describe_lag([]) == "not sampled"
+
+
+@pytest.mark.django_db
+def test_every_page_of_the_mix_answers_the_load_user(client: Client) -> None:
+    """The mix, browser pages and API reads alike, is what a session reads."""
+    for job in ("payroll-run", "ledger-close"):
+        instance = factories.instance(job)
+        factories.step(factories.execution(instance, "FAILED"))
+    factories.execution(factories.instance("payroll-run"), "STARTED")
+    user = factories.administrator()
+    client.force_login(user)
+    pages = Command()._mix(conf.database_alias())
+    api = reverse("batchboard:api-executions").removesuffix("executions/")
+    assert {page.name for page in pages if page.path.startswith(api)} >= {
+        "api executions first",
+        "api executions deep",
+        "api unresolved",
+    }
+    for page in pages:
+        headers = {"HX-Request": "true"} if page.htmx else {}
+        response = client.get(page.path, headers=headers)
+        assert response.status_code == 200, page
+        if page.path.startswith(api):
+            assert response["Content-Type"] == "application/json"

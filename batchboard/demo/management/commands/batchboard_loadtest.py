@@ -41,6 +41,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError, CommandParser
 from django.db import connections
 from django.test.utils import override_settings
+from django.urls import reverse
 
 from batchboard import conf, cursors
 from batchboard.demo.commands import add_seed_argument, check_bounds
@@ -271,6 +272,27 @@ class Command(BenchmarkCommand):
             Page("execution live poll", 30, f"/executions/{live}/live/", htmx=True),
             Page("unresolved", 8, "/unresolved/"),
             Page("admin changelist", 6, "/admin/batchboard/jobexecution/"),
+            # Automation beside the browsers: the API's reads of the same
+            # lists, in a browser session as a script's token would read them.
+            Page("api executions first", 4, reverse("batchboard:api-executions")),
+            Page(
+                "api executions deep",
+                2,
+                f"{reverse('batchboard:api-executions')}?cursor={deep}",
+            ),
+            Page(
+                "api executions filtered",
+                3,
+                f"{reverse('batchboard:api-executions')}?status=FAILED",
+            ),
+            Page(
+                "api unresolved",
+                3,
+                f"{reverse('batchboard:api-unresolved')}?unresolved_age=15m",
+            ),
+            Page(
+                "api execution", 3, reverse("batchboard:api-execution", args=[detail])
+            ),
         ]
 
     # -- the run -------------------------------------------------------------
