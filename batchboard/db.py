@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -243,6 +243,21 @@ def alias(using: str | None = None) -> str:
 def connection(using: str | None = None) -> BaseDatabaseWrapper:
     """Return the connection of :func:`alias`."""
     return connections[alias(using)]
+
+
+def among(
+    column: str, values: Sequence[int], using: str | None = None
+) -> tuple[str, list[Any]]:
+    """
+    Return ``column`` is one of ``values`` as SQL and its parameters.
+
+    PostgreSQL takes the values as one array, so the statement's text is the
+    same for any number of them: a list of a thousand placeholders cost more
+    to bind and parse than the statement took to run.
+    """
+    if connections[using or alias()].vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
 # The alias a page reads from (see batchboard.replicas.reading()).

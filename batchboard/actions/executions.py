@@ -176,7 +176,7 @@ def _run(
 def _protocol(
     request: Request, effect: Callable[[JobExecution, datetime], Effect]
 ) -> ActionResult:
-    replay = _probe(request)
+    replay = unit.first_probe(request.operation_id, lambda: _probe(request))
     if replay is not None:
         return replay
     at = db.now()

@@ -236,8 +236,8 @@ def _referenced(planned: set[int], instances: Iterable[int]) -> set[int]:
     if not planned:
         return set()
     ids = sorted(planned)
-    owners, owned = _among("x.job_instance_id", sorted(set(instances)))
-    outside, beside = _among("x.id", ids)
+    owners, owned = db.among("x.job_instance_id", sorted(set(instances)))
+    outside, beside = db.among("x.id", ids)
     statements = (
         # An execution outside the plan restarts a planned one.
         ("x.restart_of_execution_id", "", "x.restart_of_execution_id"),
@@ -260,7 +260,7 @@ def _referenced(planned: set[int], instances: Iterable[int]) -> set[int]:
     branches = []
     params: list[Any] = []
     for column, joins, target in statements:
-        planned_target, targets = _among(target, ids)
+        planned_target, targets = db.among(target, ids)
         branches.append(
             f"SELECT {column} FROM ob_job_execution x{joins} WHERE {owners}"
             f" AND NOT ({outside}) AND {planned_target}"
@@ -286,24 +286,12 @@ def _apply_chain_rule(
         kept -= blocked
 
 
-def _among(column: str, values: Sequence[int]) -> tuple[str, list[Any]]:
-    """
-    Return ``column`` is one of ``values`` as SQL and its parameters.
-
-    PostgreSQL takes the values as one array: a list of a thousand
-    placeholders cost more to bind and parse than the statement to run.
-    """
-    if db.connection().vendor == "postgresql":
-        return f"{column} = ANY(%s)", [list(values)]
-    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
-
-
 def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str, int]:
     """Count the rows a purge of ``executions`` deletes, per audit column."""
     counts = dict.fromkeys(COUNT_FIELDS, 0)
     if not executions:
         return counts
-    planned, ids = _among("job_execution_id", executions)
+    planned, ids = db.among("job_execution_id", executions)
     steps = f"SELECT id FROM ob_step_execution WHERE {planned}"
     statements = {
         "deleted_flow_decisions": (
@@ -327,7 +315,7 @@ def _count_rows(executions: Sequence[int], instances: Sequence[int]) -> dict[str
         cursor.execute(f"SELECT COUNT(*) FROM ob_operator_request WHERE {planned}", ids)
         requests = int(cursor.fetchone()[0])
         if emptied:
-            owners, owned = _among("job_instance_id", emptied)
+            owners, owned = db.among("job_instance_id", emptied)
             cursor.execute(
                 "SELECT COUNT(*) FROM ob_operator_request WHERE job_execution_id IS NULL"
                 f" AND {owners}",
@@ -346,8 +334,8 @@ def _emptied(
     """Return the instances that have no execution outside ``executions``."""
     if not instances:
         return []
-    owners, owned = _among("i.id", instances)
-    planned, ids = _among("x.id", executions)
+    owners, owned = db.among("i.id", instances)
+    planned, ids = db.among("x.id", executions)
     cursor.execute(
         f"SELECT i.id FROM ob_job_instance i WHERE {owners}"
         " AND NOT EXISTS (SELECT 1 FROM ob_job_execution x"
@@ -480,7 +468,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         return counts
     instances = sorted({i for i, _e, _v in candidates})
     executions = [e for _i, e, _v in candidates]
-    planned, ids = _among("job_execution_id", executions)
+    planned, ids = db.among("job_execution_id", executions)
     steps = f"SELECT id FROM ob_step_execution WHERE {planned}"
     with db.connection().cursor() as cursor:
 
@@ -526,7 +514,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
             # one statement trips over itself; PostgreSQL checks at the end
             # of the statement (and the retention role may not update this
             # column there).
-            restarts, chain = _among("id", executions)
+            restarts, chain = db.among("id", executions)
             run(
                 "UPDATE ob_job_execution SET restart_of_execution_id = NULL"
                 f" WHERE {restarts}",
@@ -537,7 +525,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         # whole purge. The ids alone first: SQLite reads the whole table
         # for a row value compared with a VALUES list.
         pairs = ", ".join(["(%s, %s)"] * len(candidates))
-        rows, row_ids = _among("id", executions)
+        rows, row_ids = db.among("id", executions)
         deleted = run(
             f"DELETE FROM ob_job_execution WHERE {rows}"
             f" AND (id, version) IN (VALUES {pairs})",
@@ -548,7 +536,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
         counts["deleted_job_executions"] = deleted
         emptied = _emptied(cursor, executions, instances)
         if emptied:
-            gone, held = _among("job_instance_id", emptied)
+            gone, held = db.among("job_instance_id", emptied)
             requests += run(
                 "DELETE FROM ob_operator_request WHERE job_execution_id IS NULL"
                 f" AND {gone}",
@@ -558,7 +546,7 @@ def _delete(candidates: Sequence[tuple[int, int, int]]) -> dict[str, int]:
                 f"UPDATE ob_retention_action SET job_instance_id = NULL WHERE {gone}",
                 held,
             )
-            emptied_ids, kept = _among("id", emptied)
+            emptied_ids, kept = db.among("id", emptied)
             counts["deleted_job_instances"] = run(
                 f"DELETE FROM ob_job_instance WHERE {emptied_ids}", kept
             )

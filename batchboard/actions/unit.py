@@ -10,8 +10,9 @@ that failed at its commit has an unknown outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 
 from django.core.exceptions import ImproperlyConfigured
@@ -41,6 +42,39 @@ def writing(role: str) -> Iterator[None]:
         yield
 
 
+#: Operation ids the caller has just read to be unrecorded, all at once.
+_unrecorded: ContextVar[frozenset[str]] = ContextVar(
+    "batchboard_unrecorded", default=frozenset()
+)
+
+
+@contextmanager
+def unrecorded(operation_ids: Iterable[str]) -> Iterator[None]:
+    """
+    Let the body's actions skip the first probe of ``operation_ids``.
+
+    A bulk apply reads which of a batch's operation ids are recorded with
+    one statement; an action under an id it read as new then goes straight
+    to its unit. Nothing else changes: should another process record the
+    id in between, the unit's audit insert fails on the operation id's
+    unique index and :func:`settle` re-probes, as for any race.
+    """
+    token = _unrecorded.set(frozenset(operation_ids))
+    try:
+        yield
+    finally:
+        _unrecorded.reset(token)
+
+
+def first_probe(
+    operation_id: str, probe: Callable[[], ActionResult | None]
+) -> ActionResult | None:
+    """Return ``probe()``, or None for an id read as new (:func:`unrecorded`)."""
+    if operation_id in _unrecorded.get():
+        return None
+    return probe()
+
+
 def decide(
     operation_id: str,
     probe: Callable[[], ActionResult | None],
@@ -54,7 +88,7 @@ def decide(
     at :func:`batchboard.db.now` as one unit, settled by :func:`settle`
     with ``probe`` as its re-probe.
     """
-    replay = probe()
+    replay = first_probe(operation_id, probe)
     if replay is not None:
         return replay
     at = db.now()

@@ -96,6 +96,24 @@ def attempts_around(instance_id: int, attempt: int) -> tuple[Row | None, Row | N
     return found.get(attempt - 1), found.get(attempt + 1)
 
 
+def _pairs(vendor: str, pairs: Sequence[tuple[int, int]]) -> tuple[str, list[Any]]:
+    """
+    Return a FROM item of constant rows ``w(column1, column2)``, and its values.
+
+    PostgreSQL takes two arrays, so the statement's text is the same for any
+    number of rows: a list of 50 ``(%s, %s)`` rows made psycopg split a new
+    text on every page, which took longer than the statement ran. SQLite has
+    no arrays and takes the rows as a VALUES list.
+    """
+    if vendor == "postgresql":
+        return (
+            "unnest(%s::bigint[], %s::bigint[]) AS w(column1, column2)",
+            [[first for first, _second in pairs], [second for _first, second in pairs]],
+        )
+    values = ", ".join(["(%s, %s)"] * len(pairs))
+    return f"(VALUES {values}) AS w", [value for pair in pairs for value in pair]
+
+
 def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     """
     Map each execution of ``rows`` to the attempt that followed it, if any.
@@ -109,16 +127,16 @@ def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     wanted = {(int(row["job_instance_id"]), int(row["attempt"])): row for row in rows}
     if not wanted:
         return {}
-    values = ", ".join(["(%s, %s)"] * len(wanted))
-    params = [value for pair in wanted for value in (pair[0], pair[1] + 1)]
+    connection = connections[db.read_alias()]
+    pairs, params = _pairs(connection.vendor, [(i, a + 1) for i, a in wanted])
     sql = (
         "SELECT x.id, x.job_instance_id, x.attempt, x.status "
-        f"FROM (VALUES {values}) AS w "
+        f"FROM {pairs} "
         "JOIN ob_job_execution x "
         "ON x.job_instance_id = w.column1 AND x.attempt = w.column2"
     )
     found: dict[int, Row] = {}
-    with connections[db.read_alias()].cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for values_row in cursor.fetchall():
             row = dict(zip(_ATTEMPT_COLUMNS, values_row, strict=True))
@@ -141,18 +159,18 @@ def latest_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     wanted = {(int(row["job_instance_id"]), int(row["attempt"])): row for row in rows}
     if not wanted:
         return {}
-    values = ", ".join(["(%s, %s)"] * len(wanted))
-    params = [value for pair in wanted for value in pair]
+    connection = connections[db.read_alias()]
+    pairs, params = _pairs(connection.vendor, list(wanted))
     sql = (
         "SELECT x.id, x.job_instance_id, x.attempt, x.status, w.column2 "
-        f"FROM (VALUES {values}) AS w "
+        f"FROM {pairs} "
         "JOIN ob_job_execution x ON x.job_instance_id = w.column1 "
         "AND x.attempt = (SELECT MAX(y.attempt) FROM ob_job_execution y "
         "WHERE y.job_instance_id = w.column1) "
         "AND x.attempt > w.column2"
     )
     found: dict[int, Row] = {}
-    with connections[db.read_alias()].cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         for *values_row, before_attempt in cursor.fetchall():
             row = dict(zip(_ATTEMPT_COLUMNS, values_row, strict=True))

@@ -38,6 +38,12 @@ def seconds(value: int) -> str:
 
 
 @register.filter
+def span(value: float) -> str:
+    """Return a measured span of seconds in human units, e.g. ``"5 h 07 min"``."""
+    return Clock().span(float(value))
+
+
+@register.filter
 def hexdigest(value: bytes | memoryview | None) -> str:
     """Return bytes as lowercase hex (digests are displayable, spec 3.5)."""
     if value is None:

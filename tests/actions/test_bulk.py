@@ -370,3 +370,61 @@ def test_a_claim_whose_process_is_gone_is_taken_over(admin_user: User) -> None:
         runs[2].pk: "APPLIED",
     }
     assert not result.finished
+
+
+@pytest.mark.django_db
+def test_the_batch_read_is_each_new_items_probe(admin_user: User) -> None:
+    """An item read as unrecorded with its batch is not probed once more."""
+    runs = failed_runs(3)
+    plan = abandon_plan(admin_user)
+    connection = connections[OperatorRequest.objects.db]
+    with CaptureQueriesContext(connection) as seen:
+        result = apply(admin_user, plan)
+    assert result.counts["APPLIED"] == 3
+    probes = [
+        query["sql"]
+        for query in seen.captured_queries
+        if query["sql"].lstrip().startswith("SELECT")
+        and 'FROM "ob_operator_request"' in query["sql"]
+    ]
+    # One read of the batch's operation ids, no probe per item.
+    assert len(probes) == 1
+    assert (
+        OperatorRequest.objects.filter(
+            job_execution_id__in=[run.pk for run in runs]
+        ).count()
+        == 3
+    )
+
+
+@pytest.mark.django_db
+def test_an_id_recorded_after_the_batch_read_settles_to_its_record(
+    admin_user: User,
+) -> None:
+    """Another process recording an item between the read and the item."""
+    (run,) = failed_runs(1)
+    plan = abandon_plan(admin_user)
+    op = f"bulk-test-1:{run.pk}"
+    with actions.unit.unrecorded([op]):
+        # What the other process did: the same single action, same id.
+        first = actions.abandon_execution(
+            user=admin_user,
+            execution_id=run.pk,
+            expected_version=run.version,
+            reason_code="OPERATOR_DECISION",
+            operation_id=op,
+        )
+        # This process still believes the id new: its unit loses the race
+        # on the operation id and reports the recorded outcome.
+        again = actions.abandon_execution(
+            user=admin_user,
+            execution_id=run.pk,
+            expected_version=run.version,
+            reason_code="OPERATOR_DECISION",
+            operation_id=op,
+        )
+    assert first.outcome == "APPLIED"
+    assert again.outcome == "REPLAYED" and again.audit_id == first.audit_id
+    assert OperatorRequest.objects.filter(operation_id=op).count() == 1
+    result = apply(admin_user, plan)
+    assert [item.outcome for item in result.items] == ["APPLIED"]

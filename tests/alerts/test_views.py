@@ -168,6 +168,9 @@ def test_the_overdue_page_lists_late_runs_and_slow_finishes(
     page = client_of.get("/alerts/overdue/").content.decode()
     assert f"#{late.pk}<" in page and f"#{slow.pk}<" in page
     assert page.count('href="/jobs/etl/"') == 2
+    # Spans in the units of every other page, never a count of seconds.
+    assert "<td>20 min 00 s</td><td>3 min 00 s</td>" in page
+    assert "<td>STARTED</td><td>29 min" in page
 
 
 def test_the_overdue_page_reads_the_same_statements_whatever_the_history(

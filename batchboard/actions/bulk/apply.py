@@ -21,7 +21,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import db, vocabulary
-from batchboard.actions import envelope, permissions, recovery
+from batchboard.actions import envelope, permissions, recovery, unit
 from batchboard.actions.bulk.plan import (
     HEX64,
     INSTANCE_ACTIONS,
@@ -79,7 +79,7 @@ from batchboard.vocabulary import (
 CHUNK_SECONDS: Final = 2.0
 
 #: Items claimed by one statement.
-CLAIM_BATCH: Final = 20
+CLAIM_BATCH: Final = 50
 
 #: Seconds after which another process may take over a claimed item.
 LEASE_SECONDS: Final = 30
@@ -403,11 +403,17 @@ def _apply_batch(
     recorded = _recorded(request, ids)
     versions = _current_versions(request.action, ids)
     outcomes: dict[int, _Outcome] = {}
+    # The statement above was the batch's probe: an item whose id it found
+    # unrecorded goes straight to its single action's unit.
+    new = (request.operation_id(ident) for ident in ids)
     try:
-        for item in items:
-            if outcomes and _late(deadline, {**done, **outcomes}):
-                break
-            outcomes[item.target_id] = _apply_item(request, item, recorded, versions)
+        with unit.unrecorded(op for op in new if op not in recorded):
+            for item in items:
+                if outcomes and _late(deadline, {**done, **outcomes}):
+                    break
+                outcomes[item.target_id] = _apply_item(
+                    request, item, recorded, versions
+                )
     finally:
         _finish(items, token, outcomes)
     return outcomes

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any, Final, Literal, Protocol
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Max
 from django.utils.translation import gettext_lazy as _
 
 from batchboard import conf, db
@@ -28,10 +27,6 @@ from batchboard.actions.results import (
     InvalidRequest,
 )
 from batchboard.digests import epoch_ms
-from batchboard.models import (
-    JobExecution,
-    RecoveryDecision,
-)
 from batchboard.vocabulary import (
     ABANDON,
     HOLD,
@@ -280,20 +275,24 @@ def _planned_executions(
     latest: dict[int, int] = {}
     if action == ABANDON and rows:
         unknown = [int(r["id"]) for r in rows if r["status"] == "UNKNOWN"]
-        if unknown:
-            decided = set(
-                RecoveryDecision.objects.using(db.alias())
-                .filter(job_execution_id__in=unknown)
-                .values_list("job_execution_id", flat=True)
+        with db.connection().cursor() as cursor:
+            if unknown:
+                among, params = db.among("job_execution_id", unknown)
+                cursor.execute(
+                    "SELECT DISTINCT job_execution_id FROM ob_recovery_decision "
+                    f"WHERE {among}",
+                    params,
+                )
+                decided = {int(found) for (found,) in cursor.fetchall()}
+            among, params = db.among(
+                "job_instance_id", sorted({int(r["job_instance_id"]) for r in rows})
             )
-        instances = sorted({int(r["job_instance_id"]) for r in rows})
-        latest = dict(
-            JobExecution.objects.using(db.alias())
-            .filter(job_instance_id__in=instances)
-            .values("job_instance_id")
-            .annotate(latest=Max("attempt"))
-            .values_list("job_instance_id", "latest")
-        )
+            cursor.execute(
+                "SELECT job_instance_id, MAX(attempt) FROM ob_job_execution "
+                f"WHERE {among} GROUP BY job_instance_id",
+                params,
+            )
+            latest = {int(instance): int(last) for instance, last in cursor.fetchall()}
     planned = []
     for row in rows:
         status = str(row["status"])
