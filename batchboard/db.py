@@ -167,6 +167,18 @@ def sqlstate(error: BaseException) -> str | None:
     return str(state) if state else None
 
 
+def cancelled(error: BaseException) -> bool:
+    """
+    Return whether a statement was stopped by its time bound.
+
+    PostgreSQL cancels it with SQLSTATE 57014 (``statement_timeout``);
+    SQLite's progress handler interrupts it (``interrupted``).
+    """
+    if sqlstate(error) == "57014":
+        return True
+    return type(error.__cause__).__module__ == "sqlite3" and str(error) == "interrupted"
+
+
 def constraint_name(error: BaseException) -> str | None:
     """Return the violated constraint's name (PostgreSQL only), never values."""
     diag = getattr(error.__cause__, "diag", None)

@@ -139,8 +139,40 @@ def remember(session: Any, positions: Sequence[str]) -> None:
             session[SESSION_KEY] = latest
 
 
+#: A caller's own deadline for the reads, in milliseconds (see :func:`reading`).
+_deadline_ms: ContextVar[int | None] = ContextVar("batchboard_deadline", default=None)
+
+#: SQLite virtual-machine steps between two looks at the clock.
+_PROGRESS_STEPS = 10_000
+
+
 def _timeout() -> str:
-    return f"{int(conf.get_config()['STATEMENT_TIMEOUT_MS'])}ms"
+    configured = int(conf.get_config()["STATEMENT_TIMEOUT_MS"])
+    deadline = _deadline_ms.get()
+    return f"{configured if deadline is None else min(configured, deadline)}ms"
+
+
+@contextmanager
+def _interrupting(alias: str, deadline_ms: int | None) -> Iterator[None]:
+    """
+    On SQLite, interrupt the body's statements once ``deadline_ms`` has passed.
+
+    SQLite has no statement timeout; its progress handler looks at the
+    clock every few thousand steps and stops the statement (``interrupted``,
+    :func:`batchboard.db.cancelled`) after the deadline.
+    """
+    if deadline_ms is None:
+        yield
+        return
+    connection = connections[alias]
+    connection.ensure_connection()
+    raw = connection.connection
+    ends = time.monotonic() + deadline_ms / 1000
+    raw.set_progress_handler(lambda: int(time.monotonic() > ends), _PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, _PROGRESS_STEPS)
 
 
 def _is_down(alias: str) -> bool:
@@ -236,7 +268,10 @@ def _choose_replica(stack: ExitStack, position: str | None) -> ReadChoice | None
 
 @contextmanager
 def reading(
-    session: Mapping[str, Any] | None, *, replica: bool
+    session: Mapping[str, Any] | None,
+    *,
+    replica: bool,
+    deadline_ms: int | None = None,
 ) -> Iterator[ReadChoice]:
     """
     Serve the body's explorer reads from a replica or the primary, bounded.
@@ -246,18 +281,25 @@ def reading(
     the user's last commit position. On PostgreSQL the body runs inside a transaction on the
     chosen alias with the statement timeout set locally; the transaction is
     rolled back afterwards. On SQLite the body runs as it is.
+
+    ``deadline_ms`` is a caller's own bound (the API's ``timeout``): the
+    statements stop once it has passed, if it is shorter than
+    ``STATEMENT_TIMEOUT_MS``; on SQLite it is the only bound.
     """
     primary = db.alias()
     if connections[primary].vendor != "postgresql":
         plain = ReadChoice(primary)
         token = _current.set(plain)
         try:
-            yield plain
+            with _interrupting(primary, deadline_ms):
+                yield plain
         finally:
             _current.reset(token)
         return
     position = session_position(session)
+    deadline = _deadline_ms.set(deadline_ms)
     with ExitStack() as stack:
+        stack.callback(_deadline_ms.reset, deadline)
         choice = _choose_replica(stack, position) if replica else None
         opened = True
         if choice is None:

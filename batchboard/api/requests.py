@@ -105,10 +105,17 @@ def require_perms(user: Any, command: str, *permissions: str) -> None:
 # -- query parameters ---------------------------------------------------------
 
 
+#: The CLI's global ``--timeout``, which every read takes as ``?timeout=``.
+TIMEOUT_PARAM = "timeout"
+MIN_TIMEOUT_MS = 1_000
+MAX_TIMEOUT_MS = 3_600_000
+
+
 def check_params(request: HttpRequest, command: str, allowed: set[str]) -> None:
     """Refuse a parameter the command does not take, or one given twice."""
+    reads = request.method in ("GET", "HEAD")
     for name in request.GET:
-        if name not in allowed:
+        if name not in allowed and not (reads and name == TIMEOUT_PARAM):
             raise refuse(
                 command, "USAGE", "UNKNOWN_OPTION", "an unknown option was given"
             )
@@ -175,6 +182,40 @@ def duration_seconds(text: str, command: str, code: str) -> int:
         )
     number, unit = int(match.group(1)), match.group(2)
     return number // 1000 if unit == "ms" else number * UNIT_SECONDS[unit]
+
+
+def deadline_ms(request: HttpRequest, command: str) -> int | None:
+    """
+    Return a read's ``timeout`` (1 s to 1 h, as the CLI's) in milliseconds.
+
+    Its reads stop once it has passed (:func:`batchboard.replicas.reading`),
+    and the answer is the CLI's DEADLINE_EXCEEDED. A write is refused one:
+    its unit keeps its own lock and statement bounds, and a write stopped
+    half-way is not what the caller would be told it was.
+    """
+    text = request.GET.get(TIMEOUT_PARAM)
+    if text is None:
+        return None
+    if request.method not in ("GET", "HEAD"):
+        raise refuse(
+            command,
+            "USAGE",
+            "OPTION_NOT_ACCEPTED",
+            "a write takes no timeout; its own bounds apply",
+        )
+    match = DURATION_RE.fullmatch(text)
+    if match is None:
+        raise refuse(
+            command,
+            "USAGE",
+            "INVALID_VALUE",
+            "the timeout is digits then ms, s, m, h or d",
+        )
+    number, unit = int(match.group(1)), match.group(2)
+    value = number if unit == "ms" else number * UNIT_SECONDS[unit] * 1000
+    if not MIN_TIMEOUT_MS <= value <= MAX_TIMEOUT_MS:
+        raise refuse(command, "USAGE", "INVALID_VALUE", "the timeout is 1 s to 1 h")
+    return value
 
 
 # -- JSON bodies --------------------------------------------------------------------

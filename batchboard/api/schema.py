@@ -16,6 +16,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from batchboard.api import output
 from batchboard.api.exits import CATEGORIES
+from batchboard.api.requests import TIMEOUT_PARAM
 
 DIAGNOSTIC = {
     "type": "object",
@@ -223,7 +224,8 @@ def document() -> dict[str, Any]:
                 "required": name == "unresolved_age",
                 "schema": {"type": "string"},
             }
-            for name in params
+            # Every read takes the CLI's global timeout.
+            for name in [*params, *([TIMEOUT_PARAM] if method == "get" else [])]
         ]
         operation: dict[str, Any] = {
             "operationId": f"{method}:{route}",

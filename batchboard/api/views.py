@@ -23,7 +23,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 
-from batchboard import actions, cursors, db, replicas
+from batchboard import actions, conf, cursors, db, replicas
 from batchboard.actions import bulk, results
 from batchboard.actions.recovery import CANDIDATE
 from batchboard.api import output, projections
@@ -125,9 +125,30 @@ def _action_error(command: str, error: results.ActionError) -> Envelope:
     return output.failure(command, "USAGE", "INVALID_REQUEST", error.message)
 
 
-def _database_error(command: str, error: DatabaseError) -> Envelope:
-    """A statement timeout (57014) is the CLI's exit 9; anything else exit 7."""
-    if db.sqlstate(error) == "57014":
+def _database_error(
+    command: str, error: DatabaseError, deadline_ms: int | None = None
+) -> Envelope:
+    """
+    A statement stopped by its bound is the CLI's exit 9; anything else exit 7.
+
+    Stopped under the caller's own ``timeout``, it is the CLI's client
+    deadline; under the site's ``STATEMENT_TIMEOUT_MS``, its statement timeout.
+    """
+    cancelled = db.cancelled(error)
+    configured = int(conf.get_config()["STATEMENT_TIMEOUT_MS"])
+    if (
+        cancelled
+        and deadline_ms is not None
+        and (deadline_ms < configured or db.connection().vendor != "postgresql")
+    ):
+        return output.failure(
+            command,
+            "DEADLINE_EXCEEDED",
+            "DEADLINE_EXCEEDED",
+            "the client deadline elapsed; the durable outcome is undetermined",
+            {"operation_id": None},
+        )
+    if cancelled:
         return output.failure(
             command,
             "DEADLINE_EXCEEDED",
@@ -169,15 +190,19 @@ def endpoint(
                     "INVALID_VALUE",
                     "the address holds a control character",
                 ).response()
+            deadline = None
             try:
                 # Authenticating counts the token's call (a write), so it
                 # runs before the read: a GET's reads then run in one
                 # bounded read transaction, on a replica when one may serve
                 # them (batchboard.replicas); actions write on the primary.
                 user = inputs.caller(request, command)
+                deadline = inputs.deadline_ms(request, command)
                 if request.method in ("GET", "HEAD"):
                     session = getattr(request, "session", None)
-                    with replicas.reading(session, replica=methods == ("GET",)):
+                    with replicas.reading(
+                        session, replica=methods == ("GET",), deadline_ms=deadline
+                    ):
                         envelope = view(request, user, command, *args, **kwargs)
                 else:
                     envelope = view(request, user, command, *args, **kwargs)
@@ -202,7 +227,7 @@ def endpoint(
             except results.ActionError as error:
                 envelope = _action_error(command, error)
             except DatabaseError as error:
-                envelope = _database_error(command, error)
+                envelope = _database_error(command, error, deadline)
             return envelope.response()
 
         guarded = csrf_exempt(run)

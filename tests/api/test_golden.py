@@ -15,14 +15,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, connections
 from django.test import Client
 
 from batchboard import actions, digests
 from batchboard.actions import ServiceActor, recovery
 from batchboard.api import views
 from batchboard.api.output import Envelope
-from batchboard.db import alias, back_dated
+from batchboard.db import alias, back_dated, read_alias
 from batchboard.explorer import queries
 from batchboard.models import JobDefinition, JobExecution, JobInstance, OperatorRequest
 from batchboard.vocabulary import DESTRUCTIVE, LIFECYCLE, MAX_RESPONSE_BYTES
@@ -404,3 +404,64 @@ def test_an_unknown_execution_with_its_recovery_proposal(
         1,
     )
     assert ours == GOLDEN_2
+
+
+GOLDEN_6C = (
+    b'{"command":"job list","data":{"operation_id":null},"diagnostics":'
+    b'[{"code":"DEADLINE_EXCEEDED","detail":"the client deadline elapsed; the '
+    b'durable outcome is undetermined"}],"outcome":"error","schema_version":1,'
+    b'"truncated":false}\n'
+)
+
+
+def _slow_read(*args: object, **kwargs: object) -> None:
+    """A read that outlasts a one-second timeout on either backend."""
+    with connections[read_alias()].cursor() as cursor:
+        if cursor.db.vendor == "postgresql":
+            cursor.execute("SELECT pg_sleep(3)")
+        else:
+            cursor.execute(
+                "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n"
+                " WHERE x < 1000000000) SELECT count(*) FROM n"
+            )
+        cursor.fetchall()
+
+
+def test_a_read_past_its_timeout_is_the_client_deadline(
+    reader: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Golden 6, third line: a read stopped by the caller's ``timeout``."""
+    monkeypatch.setattr(queries, "job_names", _slow_read)
+    response = reader.get("/api/v1/jobs/?timeout=1s")
+    assert response.status_code == 504
+    assert response.content == GOLDEN_6C
+    # The connection serves the next read as before.
+    factories.definition("orders")
+    monkeypatch.undo()
+    assert reader.get("/api/v1/jobs/?timeout=1h").status_code == 200
+
+
+@pytest.mark.parametrize("value", ["0s", "999ms", "2h", "61m", "5", "1x", "", "1 s"])
+def test_a_timeout_outside_the_clis_bounds_is_refused(
+    reader: Client, value: str
+) -> None:
+    response = reader.get("/api/v1/jobs/", {"timeout": value})
+    assert response.status_code == 400
+    body = json.loads(response.content)
+    assert body["outcome"] == "error"
+    assert body["diagnostics"][0]["code"] == "INVALID_VALUE"
+
+
+def test_a_write_takes_no_timeout(db: None) -> None:
+    made = _orders()
+    _starting((made[1], 2))
+    client = Client()
+    client.force_login(factories.operator())
+    response = client.post(
+        "/api/v1/executions/2/stop/?timeout=5s",
+        {"expected_version": 0, "operation_id": "stop-2"},
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert b'"code":"OPTION_NOT_ACCEPTED"' in response.content
+    assert not OperatorRequest.objects.exists()
