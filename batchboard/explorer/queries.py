@@ -424,8 +424,16 @@ def _merged(
     # PostgreSQL names every subquery in FROM; SQLite's plans show an
     # unnamed one as the walk it is.
     named = connections[queryset.db].vendor == "postgresql"
+    # PostgreSQL joins the ids as a set and sorts after projecting, so its
+    # walks also return the order's columns (read off the walks' indexes)
+    # and only the page's ids of their rows are kept: the projection (the
+    # instance's join, the columns) then reads the page's rows alone, not
+    # every walk's. SQLite visits the IN list in the index's order and
+    # stops at the page.
+    columns = [column.lstrip("-") for column in order]
+    returned = list(dict.fromkeys([*columns, "id"])) if named else ["id"]
     for index, condition in enumerate(branches):
-        walk = queryset.filter(condition).order_by(*order).values("id")[:limit]
+        walk = queryset.filter(condition).order_by(*order).values(*returned)[:limit]
         sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
         # SQLite takes LIMIT in a compound's member only inside a subquery.
         walks.append(
@@ -433,16 +441,15 @@ def _merged(
         )
         params.extend(walk_params)
     union = " UNION ALL ".join(walks)
-    if named and tuple(column.lstrip("-") for column in order) == ("id",):
-        # PostgreSQL joins the ids as a set and sorts after projecting: a
-        # list by id keeps only the page's ids of the walks' rows, so the
-        # projection (the instance's join, the columns) reads the page's
-        # rows alone, not every walk's. (SQLite visits the IN list in id
-        # order and stops at the page.)
-        direction = "DESC" if order[0].startswith("-") else "ASC"
+    if named:
+        keys = ", ".join(
+            f"bb_ids.{column.lstrip('-')} "
+            + ("DESC" if column.startswith("-") else "ASC")
+            for column in order
+        )
         union = (
             f"SELECT bb_ids.id FROM ({union}) AS bb_ids "
-            f"ORDER BY bb_ids.id {direction} LIMIT {int(limit)}"
+            f"ORDER BY {keys} LIMIT {int(limit)}"
         )
     ids = RawSQL(union, params)
     merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
