@@ -206,19 +206,19 @@ def overdue(request: HttpRequest) -> HttpResponse:
     Running executions longer than their job's p95, and recent slow finishes.
 
     Three statements: a page of the unresolved executions, a page of the
-    latest COMPLETED ones, and the latest runs of the jobs they belong to.
+    latest COMPLETED ones, and the latest runs of the jobs of the running
+    ones and of the finishes.
     """
     now = timezone.now()
     # Each row's links from patterns looked up once, never reversed per row.
     links = Links()
-    running = queries.unresolved(0, OVERDUE_ROWS).rows
+    unresolved = queries.unresolved(0, OVERDUE_ROWS).rows
+    # Only a running execution can be late: the others need no p95.
+    running = [row for row in unresolved if row["status"] in detector.RUNNING]
     finished = queries.recent_executions("COMPLETED", "", FINISHED_ROWS).rows
-    names = {row["job_name"] for row in [*running, *finished]}
-    history = detector.job_history(names)
+    history = detector.job_history(row["job_name"] for row in [*running, *finished])
     late, slow = [], []
     for row in running:
-        if row["status"] not in detector.RUNNING:
-            continue
         typical = detector.p95(
             history.get(row["job_name"], []), detector.DEFAULT_WINDOW
         )
