@@ -205,20 +205,22 @@ def overdue(request: HttpRequest) -> HttpResponse:
     """
     Running executions longer than their job's p95, and recent slow finishes.
 
-    Three statements: a page of the unresolved executions, a page of the
-    latest COMPLETED ones, and the latest runs of the jobs they belong to.
+    Three statements: a page of the unresolved executions and one of the
+    latest COMPLETED ones (what a run's time needs of each), and the latest
+    runs of the jobs of the running ones and of the finishes.
     """
     now = timezone.now()
     # Each row's links from patterns looked up once, never reversed per row.
     links = Links()
-    running = queries.unresolved(0, OVERDUE_ROWS).rows
-    finished = queries.recent_executions("COMPLETED", "", FINISHED_ROWS).rows
-    names = {row["job_name"] for row in [*running, *finished]}
-    history = detector.job_history(names)
+    unresolved = queries.unresolved(0, OVERDUE_ROWS, times_only=True).rows
+    # Only a running execution can be late: the others need no p95.
+    running = [row for row in unresolved if row["status"] in detector.RUNNING]
+    finished = queries.recent_executions(
+        "COMPLETED", "", FINISHED_ROWS, times_only=True
+    ).rows
+    history = detector.job_history(row["job_name"] for row in [*running, *finished])
     late, slow = [], []
     for row in running:
-        if row["status"] not in detector.RUNNING:
-            continue
         typical = detector.p95(
             history.get(row["job_name"], []), detector.DEFAULT_WINDOW
         )

@@ -22,7 +22,7 @@ from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.safestring import SafeString
 from django.utils.translation import get_language
 
-from batchboard import export
+from batchboard import export, spans
 from batchboard.actions import eligibility, permissions
 from batchboard.explorer.presenters import NOTHING, Clock, group_digits
 from batchboard.explorer.stamps import execution_lines, instance_lines, job_lines
@@ -34,13 +34,13 @@ register = template.Library()
 @register.filter
 def seconds(value: int) -> str:
     """Return a number of seconds in human units, e.g. ``"15 min"``."""
-    return Clock().span(float(value), whole=True)
+    return spans.span(float(value), whole=True)
 
 
 @register.filter
 def span(value: float) -> str:
     """Return a measured span of seconds in human units, e.g. ``"5 h 07 min"``."""
-    return Clock().span(float(value))
+    return spans.span(float(value))
 
 
 @register.filter

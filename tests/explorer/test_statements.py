@@ -74,6 +74,15 @@ PAGES: dict[str, Callable[[History, str | None], queries.Page]] = {
     "recovery": lambda h, token: queries.recovery_decisions(h.failed.pk, 1, token),
     "requests": lambda h, token: queries.operator_requests(h.failed.pk, 1, token),
     "unresolved": lambda h, token: queries.unresolved(60, 1, token),
+    "unresolved times": lambda h, token: queries.unresolved(
+        60, 1, token, times_only=True
+    ),
+    "status times": lambda h, token: queries.recent_executions(
+        "FAILED", "", 1, token, times_only=True
+    ),
+    "job times": lambda h, token: queries.recent_executions(
+        "", "nightly-import", 2, token, times_only=True
+    ),
     "job names": lambda h, token: queries.job_names(1, token),
     "attempts": lambda h, token: queries.instance_executions(h.instance.pk, 1, token),
     "partitions": lambda h, token: queries.partitions(h.partitioned.pk, 1, token),
@@ -96,6 +105,34 @@ def test_compiled_statements_match_the_orm(
     assert _typed(compiled) == _typed(again) == _typed(through_orm)
     assert compiled[0]
     assert _aware(compiled)
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        lambda token, **only: queries.unresolved(60, 1, token, **only),
+        lambda token, **only: queries.recent_executions("", "", 2, token, **only),
+        lambda token, **only: queries.recent_executions(
+            "", "nightly-import", 2, token, **only
+        ),
+    ],
+    ids=["unresolved", "all", "job"],
+)
+def test_a_times_only_page_is_the_full_page_s_times(
+    history: History, listing: Callable[..., queries.Page]
+) -> None:
+    """The same rows and cursors, each row with the run's times only."""
+    token: str | None = None
+    for _ in range(4):
+        full, times = listing(token), listing(token, times_only=True)
+        # A first page also reads its identity ceiling.
+        names = [*queries.RUN_TIME_FIELDS, *([pagination.CEILING] * full.first)]
+        assert times.rows or not full.first
+        assert times.rows == [{name: row[name] for name in names} for row in full.rows]
+        assert times.next_cursor == full.next_cursor
+        token = full.next_cursor
+        if token is None:
+            break
 
 
 @pytest.mark.parametrize("name", ["execution", "instance", "step", "partition"])
