@@ -79,6 +79,30 @@ def test_a_failing_database_ends_the_file_with_a_failed_line() -> None:
     assert json.loads(text.splitlines()[-1]) == {"failed": True, "limit": 10, "rows": 2}
 
 
+def test_a_value_written_alone_is_written_as_in_a_line() -> None:
+    """What a template-written line puts in each place: the writer's text."""
+    values = (
+        0,
+        -7,
+        10**20,
+        None,
+        True,
+        False,
+        "plain",
+        'quote" and \\ back',
+        "ünïcødé ✓ 🚀\u2028",
+        "\x00\x1f\x7f",
+        1.5,
+        [1, "a", None],
+        {"b": 1, "a": {"d": None, "c": "x"}},
+    )
+    for value in values:
+        written = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
+        assert export.json_value(value) == written, value
+
+
 def test_the_filters_drop_the_paging_parameters() -> None:
     data = QueryDict("status=FAILED&status=STOPPED&job=a&cursor=x&size=5&format=csv")
     assert export.filters_query(data) == "status=FAILED&status=STOPPED&job=a"

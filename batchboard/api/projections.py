@@ -39,10 +39,15 @@ def seconds(moment: datetime | None) -> int | None:
     return value if value >= 0 else None
 
 
-def iso(moment: datetime | None) -> str | None:
-    """Return ISO-8601 UTC to the millisecond (``...T12:00:00.000Z``), or ``None``."""
-    if moment is None:
-        return None
+def iso(moment: datetime | str | None) -> str | None:
+    """
+    Return ISO-8601 UTC to the millisecond (``...T12:00:00.000Z``), or ``None``.
+
+    Text is a time the database wrote so already
+    (:class:`batchboard.explorer.queries.IsoTime`), returned as it is.
+    """
+    if moment is None or isinstance(moment, str):
+        return moment
     text = moment.astimezone(UTC).isoformat(timespec="milliseconds")
     return f"{text[:-6]}Z"
 

@@ -129,6 +129,38 @@ class StoredSize(Func):
         )
 
 
+#: ``to_char``'s pattern of :func:`batchboard.api.projections.iso`'s text;
+#: ``MS`` cuts the microseconds, as Python's ``timespec`` does.
+_TO_CHAR_ISO = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'
+
+
+class IsoTime(Func):
+    """
+    A time as a download writes it, ISO-8601 UTC to the millisecond.
+
+    PostgreSQL writes the text itself (``2026-03-01T12:00:00.000Z``, the
+    microseconds cut as :func:`batchboard.api.projections.iso` cuts them,
+    ``NULL`` for none), so a row's times are not loaded as datetimes only
+    to be written back. SQLite gives the time as the ORM reads it, which
+    :func:`~batchboard.api.projections.iso` writes: its stored text need
+    not be in one form, and its own formatting rounds where Python cuts.
+    """
+
+    # SQLite's value goes through the ORM's datetime converter; PostgreSQL
+    # has no converter for a datetime, so its text comes back as it is.
+    output_field = DateTimeField()
+    template = "%(expressions)s"
+
+    def as_postgresql(
+        self,
+        compiler: SQLCompiler,
+        connection: BaseDatabaseWrapper,
+        **extra: Any,
+    ) -> tuple[str, Sequence[Any]]:
+        template = f"to_char(%(expressions)s AT TIME ZONE 'UTC', '{_TO_CHAR_ISO}')"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+
 class ParameterKinds(Func):
     """``[[name, type], ...]`` of a parameter envelope, as JSON text (no values)."""
 
@@ -247,6 +279,53 @@ def _execution_values(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
 
 def _execution_estimate(row: Row) -> int:
     return _len(row["job_name"]) + _len(row["exit_code"]) + 256
+
+
+#: The times of an execution a download writes, by the projection's names;
+#: a downloaded row carries each as ``iso_<name>`` (:class:`IsoTime`).
+EXPORT_TIMES = (
+    "created_at",
+    "started_at",
+    "ended_at",
+    "updated_at",
+    "stop_requested_at",
+)
+
+#: An execution's row as its list's download reads it
+#: (:mod:`batchboard.explorer.exports`): the list's columns, the times as
+#: text, then the definition and the context's descriptor, joined in the
+#: page's own statement. Never a payload, a parameter or the owner token.
+EXPORT_EXECUTION_FIELDS = (
+    "id",
+    "job_instance_id",
+    "job_name",
+    "attempt",
+    "status",
+    "exit_code",
+    "failure_category",
+    "failure_id",
+    *(f"iso_{name}" for name in EXPORT_TIMES),
+    "version",
+    "owner_recorded",
+    "definition_revision",
+    "manifest_format",
+    "manifest_digest",
+    "context_format",
+    "context_schema",
+    "context_schema_version",
+    "context_size",
+)
+
+
+def _execution_export_values(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
+    return queryset.annotate(
+        **_execution_columns(),
+        **{f"iso_{name}": IsoTime(name) for name in EXPORT_TIMES},
+        definition_revision=F("definition__definition_revision"),
+        manifest_format=F("definition__manifest_format"),
+        manifest_digest=F("definition__manifest_digest"),
+        context_size=StoredSize("context_payload"),
+    )
 
 
 STEP_FIELDS = (
@@ -808,6 +887,28 @@ WINDOWED_EXECUTIONS = Listing(
     estimate=_execution_estimate,
 )
 
+
+def _exported(listing: Listing, *keyed: str) -> Listing:
+    """
+    Return an executions list as its download reads it.
+
+    The same filters, order, keyset and ceiling, so the same rows in the
+    same pages; each row is :data:`EXPORT_EXECUTION_FIELDS`, with the
+    ``keyed`` columns the list's key reads, from a statement of its own.
+    """
+    return replace(
+        listing,
+        name=f"{listing.name}_export",
+        fields=(*EXPORT_EXECUTION_FIELDS, *keyed),
+        project=_execution_export_values,
+    )
+
+
+RECENT_EXECUTIONS_EXPORT = _exported(RECENT_EXECUTIONS)
+JOB_EXECUTIONS_EXPORT = _exported(JOB_EXECUTIONS)
+# The key is the last update's exact time, which the text cuts.
+WINDOWED_EXECUTIONS_EXPORT = _exported(WINDOWED_EXECUTIONS, "updated_at")
+
 UNRESOLVED_EXECUTIONS = Listing(
     "unresolved",
     JobExecution,
@@ -1014,6 +1115,7 @@ def recent_executions(
     token: str | None = None,
     *,
     times_only: bool = False,
+    exported: bool = False,
 ) -> Page:
     """
     Return executions across all jobs, newest first.
@@ -1025,7 +1127,8 @@ def recent_executions(
     ``(status, updated_at, id)``; several statuses are one walk each,
     merged by id. With a job filter the order is the instance (newest
     first), then the attempt (latest first); see :data:`JOB_EXECUTIONS`.
-    ``times_only`` reads :data:`RUN_TIME_FIELDS` only.
+    ``times_only`` reads :data:`RUN_TIME_FIELDS` only; ``exported`` reads
+    the rows as a download writes them (:data:`EXPORT_EXECUTION_FIELDS`).
     """
     statuses = (status,) if isinstance(status, str) else tuple(status)
     statuses = tuple(each for each in statuses if each)
@@ -1034,7 +1137,9 @@ def recent_executions(
     # always had; several are a tuple.
     value: str | tuple[str, ...] = statuses if len(statuses) > 1 else "".join(statuses)
     listing = JOB_EXECUTIONS if job_name else RECENT_EXECUTIONS
-    if times_only:
+    if exported:
+        listing = JOB_EXECUTIONS_EXPORT if job_name else RECENT_EXECUTIONS_EXPORT
+    elif times_only:
         listing = _TIMES_ONLY[listing.name]
     if job_name:
         return listing.page(spec, page_size, token, value, job_name)
@@ -1047,6 +1152,8 @@ def windowed_executions(
     window: cursors.TimeWindow,
     page_size: int,
     token: str | None = None,
+    *,
+    exported: bool = False,
 ) -> Page:
     """
     Return executions updated within ``window``, last updated first.
@@ -1055,6 +1162,8 @@ def windowed_executions(
     order; ``job_name`` narrows to one job. The order is ``updated_at``
     descending, then id. A later page reads the bounds its cursor carries,
     so a relative window (``2h``) stays the one the first page resolved.
+    ``exported`` reads the rows as a download writes them
+    (:data:`EXPORT_EXECUTION_FIELDS`).
     """
     spec = cursors.windowed_executions(statuses, job_name, window)
     if token:
@@ -1074,7 +1183,8 @@ def windowed_executions(
     if len(statuses) != 1:
         # No status is every status: one walk each, as several are.
         value = tuple(statuses) or STATUSES
-    return replace(WINDOWED_EXECUTIONS, key=key).page(
+    listing = WINDOWED_EXECUTIONS_EXPORT if exported else WINDOWED_EXECUTIONS
+    return replace(listing, key=key).page(
         spec,
         page_size,
         token,

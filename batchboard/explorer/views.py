@@ -484,21 +484,31 @@ def _picker_value(count: int) -> str:
 
 
 def listed_executions(
-    form: inputs.ExecutionsForm, page_size: int, token: str | None
+    form: inputs.ExecutionsForm,
+    page_size: int,
+    token: str | None,
+    *,
+    exported: bool = False,
 ) -> Page:
     """
     Return a page of the executions list under every filter of ``form``.
 
     The one reading of the list: its page and its export
-    (:func:`batchboard.explorer.exports.executions_export`) both call it,
-    so a filter the form gains and passes on here reaches both.
+    (:func:`batchboard.explorer.exports.executions_export`, ``exported``:
+    the same rows, read as the file writes them) both call it, so a filter
+    the form gains and passes on here reaches both.
     """
     if form.window is None:
         return queries.recent_executions(
-            form.statuses, form.job_filter, page_size, token
+            form.statuses, form.job_filter, page_size, token, exported=exported
         )
     return queries.windowed_executions(
-        form.statuses, form.job_filter, form.window, page_size, token
+        form.statuses,
+        form.job_filter,
+        form.window,
+        page_size,
+        token,
+        exported=exported,
     )
 
 

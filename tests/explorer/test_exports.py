@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import random
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,8 +16,11 @@ from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from batchboard import export
+from batchboard import export, schema, vocabulary
+from batchboard.api import projections
 from batchboard.digests import JobParameter
+from batchboard.explorer.exports import EXECUTION_COLUMNS
+from batchboard.models import JobExecution
 from tests import factories
 from tests.explorer.conftest import make_user
 from tests.explorer.test_audit import _retention
@@ -195,6 +200,41 @@ def test_the_export_reads_one_page_per_statement_group(
     assert per_page <= 6
 
 
+def test_a_page_of_the_executions_file_is_one_statement(
+    reader: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    A page's rows come with their definitions and context descriptors
+    (stored sizes, never the payloads), and on PostgreSQL with their times
+    as text: one statement a page, and no second read by id.
+    """
+    monkeypatch.setattr(export, "PAGE_SIZE", 4)
+    _history(count=12)
+    response = reader.get(URL, {"format": "csv"})
+    with CaptureQueriesContext(connection) as streamed:
+        assert len(_csv(response)) == 12
+    reads = [
+        query["sql"]
+        for query in streamed.captured_queries
+        if '"ob_job_execution"' in query["sql"]
+    ]
+    # The second and third pages, then the empty page a full one leads to.
+    assert len(reads) == 3
+    payload = '"ob_job_execution"."context_payload"'
+    stored_size = (
+        f"pg_column_size({payload})"
+        if connection.vendor == "postgresql"
+        else f"length(CAST({payload} AS BLOB))"
+    )
+    for sql in reads:
+        assert '"ob_job_definition"' in sql
+        assert sql.count(payload) == sql.count(stored_size) == 1
+        assert "owner_token" not in sql.replace(
+            '"ob_job_execution"."owner_token" IS NOT NULL', ""
+        )
+        assert ("to_char(" in sql) is (connection.vendor == "postgresql")
+
+
 def test_the_audit_log_downloads_as_csv_and_ndjson(auditor: Client) -> None:
     execution = factories.execution(factories.instance("nightly-import"), "STARTED")
     request = factories.operator_request(execution, "STOP")
@@ -224,3 +264,181 @@ def test_the_pages_link_their_downloads_with_their_filters(
         reverse("batchboard:audit"), {"action": "HOLD"}
     ).content.decode()
     assert f"{reverse('batchboard:audit_export')}?action=HOLD&amp;format=csv" in audit
+
+
+# -- the file against the projection, on generated histories --------------------------
+
+#: Job names a file must write with care: formula starts, CSV's delimiter
+#: and quote, non-ASCII (a name holds no control and no outer whitespace).
+NAMES = (
+    "nightly-import",
+    "=cmd|' /C calc'!A0",
+    "+sum",
+    "-dash",
+    "@at",
+    "comma,name",
+    'quote"name',
+    "ünïcødé ✓ 🚀",
+    "back\\slash\u2028line",
+)
+#: Other recorded text (exit codes, revisions) may hold those too.
+AWKWARD = (*NAMES, "\ttab", "\rreturn", "new\nline", "ctrl\x01", " space")
+#: Before and after 1970, with and without a fraction of a second.
+BASES = (
+    datetime(2025, 6, 1, 12, 0, tzinfo=UTC),
+    datetime(1999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+)
+
+
+def _moment(rng: random.Random, base: datetime) -> datetime:
+    """Return a time after ``base``: whole seconds, milliseconds or microseconds."""
+    moment = base + timedelta(seconds=rng.randrange(86_400 * 30))
+    precision = rng.choice(("second", "milli", "micro", "micro"))
+    if precision == "milli":
+        return moment + timedelta(milliseconds=rng.randrange(1000))
+    if precision == "micro":
+        return moment + timedelta(microseconds=rng.choice((999_999, 1, 500, 0)))
+    return moment
+
+
+def _generate(rng: random.Random) -> list[JobExecution]:
+    """Record a history of awkward names, times and optional fields."""
+    jobs = rng.sample(NAMES, 3)
+    executions = []
+    for job in jobs:
+        revisions = [factories.definition(job, rng.choice(AWKWARD)) for _ in range(2)]
+        for _ in range(rng.randint(1, 4)):
+            instance = factories.instance(job)
+            attempts = rng.randint(1, 3)
+            for attempt in range(1, attempts + 1):
+                status = rng.choice(
+                    vocabulary.STATUSES if attempt == attempts else schema.FINISHED
+                )
+                failure = None
+                if status == "FAILED" or rng.random() < 0.2:
+                    failure = (
+                        rng.choice(schema.FAILURE_CATEGORIES),
+                        rng.randrange(1, 10**12),
+                    )
+                created = _moment(rng, rng.choice(BASES))
+                execution = factories.execution(
+                    instance,
+                    status,
+                    job_definition=rng.choice(revisions),
+                    attempt=attempt,
+                    created_at=created,
+                    duration=_moment(rng, created) - created,
+                    context_payload={"k": "v" * rng.randrange(300)},
+                    exit_code=rng.choice(AWKWARD),
+                    owner_token=rng.choice((None, rng.randbytes(16))),
+                    stop_requested_by=rng.choice((None, "ops")),
+                    version=rng.randrange(10**6),
+                    failure=failure,
+                )
+                if rng.random() < 0.3:
+                    # A later update, at another precision than the rest.
+                    execution.updated_at = _moment(rng, execution.updated_at)
+                    execution.save(update_fields=["updated_at"])
+                executions.append(execution)
+    return executions
+
+
+def _projected(executions: list[JobExecution]) -> list[dict[str, Any]]:
+    """Return the API's projections of the executions, read through the ORM."""
+    extras = projections.execution_extras([execution.pk for execution in executions])
+    records = []
+    for execution in executions:
+        row = {
+            "id": execution.pk,
+            "job_instance_id": execution.job_instance_id,
+            "job_name": execution.job_instance.job_name,
+            "owner_recorded": execution.owner_token is not None,
+            **{
+                name: getattr(execution, name)
+                for name in (
+                    "attempt",
+                    "status",
+                    "exit_code",
+                    "failure_category",
+                    "failure_id",
+                    "created_at",
+                    "started_at",
+                    "ended_at",
+                    "updated_at",
+                    "stop_requested_at",
+                    "version",
+                )
+            },
+        }
+        records.append(
+            projections.execution(row, extras[execution.pk], projections.iso)
+        )
+    return records
+
+
+def _listed(
+    executions: list[JobExecution], query: dict[str, Any]
+) -> list[JobExecution]:
+    """Return the executions the list shows under ``query``, in its order."""
+    statuses = query.get("status", ())
+    statuses = (statuses,) if isinstance(statuses, str) else statuses
+    job = query.get("job")
+    kept = [
+        execution
+        for execution in executions
+        if (not statuses or execution.status in statuses)
+        and (job is None or execution.job_instance.job_name == job)
+    ]
+    if "since" in query:
+        since = datetime.fromisoformat(query["since"])
+        until = datetime.fromisoformat(query["until"])
+        kept = [e for e in kept if since <= e.updated_at < until]
+        return sorted(kept, key=lambda e: (e.updated_at, e.pk), reverse=True)
+    if job is not None:
+        return sorted(kept, key=lambda e: (e.job_instance_id, e.attempt), reverse=True)
+    return sorted(kept, key=lambda e: e.pk, reverse=True)
+
+
+def _bound(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_executions_file_is_the_projection_s_on_generated_histories(
+    reader: Client, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """
+    Byte for byte, both formats, every filter shape, across pages and at
+    the row bound: the file a download streams (its rows read flat, times
+    written by the database) is the one the API's projection of each
+    execution, read through the ORM, written by the default layout gives.
+    """
+    rng = random.Random(seed)
+    executions = _generate(rng)
+    for execution in executions:
+        execution.refresh_from_db()
+    job = rng.choice(executions).job_instance.job_name
+    recent = sorted(e.updated_at for e in executions if e.updated_at.year > 2000)
+    since, until = rng.sample(recent, 2) if len(recent) > 1 else (recent[0],) * 2
+    since, until = min(since, until), max(since, until) + timedelta(seconds=1)
+    window = {"since": _bound(since), "until": _bound(until)}
+    queries_ = (
+        {},
+        {"status": "FAILED"},
+        {"status": ["FAILED", "COMPLETED", "STARTED"]},
+        {"job": job},
+        {"job": job, "status": ["COMPLETED", "STOPPED"]},
+        window,
+        {**window, "job": job, "status": "COMPLETED"},
+    )
+    monkeypatch.setattr(export, "PAGE_SIZE", rng.choice((1, 2, 3, 7, 500)))
+    for query in queries_:
+        listed = _listed(executions, query)
+        limit = rng.randint(1, len(listed) + 2)
+        for form in export.FORMATS:
+            expected = b"".join(
+                export.encode(_projected(listed), form, EXECUTION_COLUMNS, limit)
+            )
+            with override_settings(BATCHBOARD={"EXPORT_MAX_ROWS": limit}):
+                response = reader.get(URL, {**query, "format": form})
+            assert b"".join(response.streaming_content) == expected, (query, form)

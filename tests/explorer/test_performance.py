@@ -6,6 +6,7 @@ walks the ``(job_name, id DESC)`` index even for a rare job deep in history.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -385,3 +386,47 @@ def test_an_instance_window_examines_a_bounded_range(db: None, job: str) -> None
                 assert "ob_job_instance_name_identity" in plan, plan
             assert "Seq Scan on ob_job_instance" not in plan, plan
             assert "Index" in plan, plan
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize(
+    ("statuses", "job", "since"),
+    [
+        ((), "", ""),
+        (("FAILED",), "", ""),
+        (("FAILED", "COMPLETED"), "", ""),
+        ((), "busy-job", ""),
+        (("FAILED",), "", "7d"),
+        ((), "busy-job", "7d"),
+    ],
+)
+def test_a_download_reads_each_page_off_the_list_s_indexes(
+    db: None, statuses: tuple[str, ...], job: str, since: str
+) -> None:
+    """
+    A download's page (its definitions joined, its times as text) walks the
+    indexes the list's page walks, first page and deep: the join adds a
+    lookup of each row's definition, never a read of the history.
+    """
+    _seed_timed_executions()
+
+    def read(token: str | None, exported: bool) -> queries.Page:
+        if since:
+            window = _time_window(since)
+            return queries.windowed_executions(
+                statuses, job, window, 2, token, exported=exported
+            )
+        return queries.recent_executions(statuses, job, 2, token, exported=exported)
+
+    def indexes(plan: str) -> list[str]:
+        return sorted(re.findall(r"using (\S+) on ob_job_(?:execution|instance)", plan))
+
+    first = read(None, False)
+    assert len(first.rows) == 2 and first.next_cursor
+    for token in (None, first.next_cursor):
+        listed = _plan_of(lambda token=token: read(token, False))
+        exported = _plan_of(lambda token=token: read(token, True))
+        assert indexes(exported) == indexes(listed), (listed, exported)
+        assert "Seq Scan on ob_job_execution" not in exported, exported
+        assert "Seq Scan on ob_job_instance" not in exported, exported
+        assert "on ob_job_definition" in exported, exported

@@ -459,3 +459,52 @@ def test_an_instance_window_walks_the_name_index(
         assert "ob_job_instance_name_identity (job_name=?" in "\n".join(plan), plan
     url = f"{reverse('batchboard:job', args=[job])}?since=100d"
     _assert_bounded(lambda: _get(reader, url))
+
+
+def _read_plan(read: Any) -> list[str]:
+    with CaptureQueriesContext(connection) as captured:
+        read()
+    (statement,) = captured.captured_queries
+    return _plan(statement["sql"])
+
+
+@pytest.mark.parametrize(
+    ("statuses", "job", "since"),
+    [
+        ((), "", ""),
+        (("FAILED",), "", ""),
+        (("FAILED", "COMPLETED"), "", ""),
+        ((), "busy-job", ""),
+        (("FAILED", "COMPLETED"), "busy-job", ""),
+        (("COMPLETED",), "", "100d"),
+        ((), "busy-job", "100d"),
+    ],
+)
+def test_a_download_reads_each_page_as_the_list_does(
+    history: dict[str, Any], statuses: tuple[str, ...], job: str, since: str
+) -> None:
+    """
+    A download's page is planned as the list's page is, first and later
+    pages alike, with each row's definition looked up by its key: no other
+    read, and nothing more sorted.
+    """
+
+    def read(token: str | None, exported: bool) -> queries.Page:
+        if since:
+            window = _time_window(since)
+            return queries.windowed_executions(
+                statuses, job, window, 3, token, exported=exported
+            )
+        return queries.recent_executions(statuses, job, 3, token, exported=exported)
+
+    second = read(None, False).next_cursor
+    assert second is not None
+    for token in (None, second):
+        listed = _read_plan(lambda token=token: read(token, False))
+        exported = _read_plan(lambda token=token: read(token, True))
+        added = [line for line in exported if line not in listed]
+        assert [line for line in exported if line not in added] == listed
+        assert len(added) == 1, added
+        assert re.fullmatch(
+            r"SEARCH \S+ USING INTEGER PRIMARY KEY \(rowid=\?\)", added[0]
+        ), added

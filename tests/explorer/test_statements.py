@@ -20,6 +20,7 @@ from batchboard.explorer import overview, pagination, queries, relations
 from batchboard.models import JobExecution, StepPartition
 from batchboard.vocabulary import UNRESOLVED
 from tests.explorer.conftest import History
+from tests.explorer.test_windows import _window
 
 
 class _NothingKept(dict[Any, Any]):
@@ -86,6 +87,16 @@ PAGES: dict[str, Callable[[History, str | None], queries.Page]] = {
     "job names": lambda h, token: queries.job_names(1, token),
     "attempts": lambda h, token: queries.instance_executions(h.instance.pk, 1, token),
     "partitions": lambda h, token: queries.partitions(h.partitioned.pk, 1, token),
+    # A download's reads: the same lists, each row as the file writes it.
+    "export": lambda h, token: queries.recent_executions(
+        "", "", 2, token, exported=True
+    ),
+    "export of a job": lambda h, token: queries.recent_executions(
+        ("FAILED", "COMPLETED"), "nightly-import", 1, token, exported=True
+    ),
+    "export of a window": lambda h, token: queries.windowed_executions(
+        (), "", _window(since="2000-01-01T00:00Z"), 1, token, exported=True
+    ),
 }
 
 
