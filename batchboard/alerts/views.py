@@ -212,11 +212,11 @@ def overdue(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     # Each row's links from patterns looked up once, never reversed per row.
     links = Links()
-    unresolved = queries.unresolved(0, OVERDUE_ROWS, times_only=True).rows
+    unresolved = queries.unresolved(0, OVERDUE_ROWS, shape=queries.TIMES).rows
     # Only a running execution can be late: the others need no p95.
     running = [row for row in unresolved if row["status"] in detector.RUNNING]
     finished = queries.recent_executions(
-        "COMPLETED", "", FINISHED_ROWS, times_only=True
+        "COMPLETED", "", FINISHED_ROWS, shape=queries.TIMES
     ).rows
     history = detector.job_history(row["job_name"] for row in [*running, *finished])
     late, slow = [], []

@@ -22,7 +22,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from batchboard import export
 from batchboard.api import projections
 from batchboard.explorer import audit as audit_log
-from batchboard.explorer import inputs
+from batchboard.explorer import inputs, queries
 from batchboard.explorer.access import VIEW_AUDIT, VIEW_EXECUTIONS
 from batchboard.explorer.views import listed_executions
 from batchboard.web import reader
@@ -220,7 +220,7 @@ def executions_export(request: HttpRequest) -> StreamingHttpResponse:
         raise form.bad_input()
 
     def read(token: str | None) -> export.Chunk:
-        page = listed_executions(form, export.PAGE_SIZE, token, exported=True)
+        page = listed_executions(form, export.PAGE_SIZE, token, shape=queries.EXPORT)
         return page.rows, page.next_cursor
 
     return export.download(request, "executions", EXECUTIONS, read)

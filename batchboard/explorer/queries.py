@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final, Literal
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -904,11 +904,6 @@ def _exported(listing: Listing, *keyed: str) -> Listing:
     )
 
 
-RECENT_EXECUTIONS_EXPORT = _exported(RECENT_EXECUTIONS)
-JOB_EXECUTIONS_EXPORT = _exported(JOB_EXECUTIONS)
-# The key is the last update's exact time, which the text cuts.
-WINDOWED_EXECUTIONS_EXPORT = _exported(WINDOWED_EXECUTIONS, "updated_at")
-
 UNRESOLVED_EXECUTIONS = Listing(
     "unresolved",
     JobExecution,
@@ -947,16 +942,41 @@ def _run_time_estimate(row: Row) -> int:
     return _len(row["job_name"]) + 256
 
 
-#: The execution lists above, reading :data:`RUN_TIME_FIELDS` only.
-_TIMES_ONLY = {
-    listing.name: replace(
+def _times_only(listing: Listing) -> Listing:
+    """Return an executions list reading :data:`RUN_TIME_FIELDS` only."""
+    return replace(
         listing,
         name=f"{listing.name}_times",
         fields=RUN_TIME_FIELDS,
         estimate=_run_time_estimate,
     )
-    for listing in (RECENT_EXECUTIONS, JOB_EXECUTIONS, UNRESOLVED_EXECUTIONS)
+
+
+#: How an executions list's rows are read: as its page shows them, with
+#: what a run's time needs only (:data:`RUN_TIME_FIELDS`), or as its
+#: download writes them (:data:`EXPORT_EXECUTION_FIELDS`). Each shape reads
+#: the same rows in the same pages.
+Shape = Literal["page", "times", "export"]
+PAGE: Final[Shape] = "page"
+TIMES: Final[Shape] = "times"
+EXPORT: Final[Shape] = "export"
+
+_SHAPED: Final[dict[tuple[str, Shape], Listing]] = {
+    **{
+        (listing.name, TIMES): _times_only(listing)
+        for listing in (RECENT_EXECUTIONS, JOB_EXECUTIONS, UNRESOLVED_EXECUTIONS)
+    },
+    (RECENT_EXECUTIONS.name, EXPORT): _exported(RECENT_EXECUTIONS),
+    (JOB_EXECUTIONS.name, EXPORT): _exported(JOB_EXECUTIONS),
+    # The key is the last update's exact time, which the text cuts.
+    (WINDOWED_EXECUTIONS.name, EXPORT): _exported(WINDOWED_EXECUTIONS, "updated_at"),
 }
+
+
+def _shaped(listing: Listing, shape: Shape) -> Listing:
+    """Return ``listing`` reading its rows in ``shape``."""
+    return listing if shape == PAGE else _SHAPED[listing.name, shape]
+
 
 STEPS = Listing(
     "steps",
@@ -1114,8 +1134,7 @@ def recent_executions(
     page_size: int,
     token: str | None = None,
     *,
-    times_only: bool = False,
-    exported: bool = False,
+    shape: Shape = PAGE,
 ) -> Page:
     """
     Return executions across all jobs, newest first.
@@ -1127,8 +1146,7 @@ def recent_executions(
     ``(status, updated_at, id)``; several statuses are one walk each,
     merged by id. With a job filter the order is the instance (newest
     first), then the attempt (latest first); see :data:`JOB_EXECUTIONS`.
-    ``times_only`` reads :data:`RUN_TIME_FIELDS` only; ``exported`` reads
-    the rows as a download writes them (:data:`EXPORT_EXECUTION_FIELDS`).
+    ``shape`` says which columns of the rows are read (:data:`Shape`).
     """
     statuses = (status,) if isinstance(status, str) else tuple(status)
     statuses = tuple(each for each in statuses if each)
@@ -1136,11 +1154,7 @@ def recent_executions(
     # One status is the single-valued filter, with the statement it has
     # always had; several are a tuple.
     value: str | tuple[str, ...] = statuses if len(statuses) > 1 else "".join(statuses)
-    listing = JOB_EXECUTIONS if job_name else RECENT_EXECUTIONS
-    if exported:
-        listing = JOB_EXECUTIONS_EXPORT if job_name else RECENT_EXECUTIONS_EXPORT
-    elif times_only:
-        listing = _TIMES_ONLY[listing.name]
+    listing = _shaped(JOB_EXECUTIONS if job_name else RECENT_EXECUTIONS, shape)
     if job_name:
         return listing.page(spec, page_size, token, value, job_name)
     return listing.page(spec, page_size, token, value)
@@ -1153,7 +1167,7 @@ def windowed_executions(
     page_size: int,
     token: str | None = None,
     *,
-    exported: bool = False,
+    shape: Shape = PAGE,
 ) -> Page:
     """
     Return executions updated within ``window``, last updated first.
@@ -1162,8 +1176,7 @@ def windowed_executions(
     order; ``job_name`` narrows to one job. The order is ``updated_at``
     descending, then id. A later page reads the bounds its cursor carries,
     so a relative window (``2h``) stays the one the first page resolved.
-    ``exported`` reads the rows as a download writes them
-    (:data:`EXPORT_EXECUTION_FIELDS`).
+    ``shape`` says which columns of the rows are read (:data:`Shape`).
     """
     spec = cursors.windowed_executions(statuses, job_name, window)
     if token:
@@ -1183,8 +1196,7 @@ def windowed_executions(
     if len(statuses) != 1:
         # No status is every status: one walk each, as several are.
         value = tuple(statuses) or STATUSES
-    listing = WINDOWED_EXECUTIONS_EXPORT if exported else WINDOWED_EXECUTIONS
-    return replace(listing, key=key).page(
+    return replace(_shaped(WINDOWED_EXECUTIONS, shape), key=key).page(
         spec,
         page_size,
         token,
@@ -1301,18 +1313,15 @@ def unresolved(
     page_size: int,
     token: str | None = None,
     *,
-    times_only: bool = False,
+    shape: Shape = PAGE,
 ) -> Page:
     """
     Return unresolved executions not updated for ``age_seconds``, by id.
 
     The age is measured against the database server's clock, strictly.
-    ``times_only`` reads :data:`RUN_TIME_FIELDS` only.
+    ``shape`` says which columns of the rows are read (:data:`Shape`).
     """
-    listing = UNRESOLVED_EXECUTIONS
-    if times_only:
-        listing = _TIMES_ONLY[listing.name]
-    return listing.page(
+    return _shaped(UNRESOLVED_EXECUTIONS, shape).page(
         cursors.unresolved_executions(age_seconds), page_size, token, age_seconds
     )
 

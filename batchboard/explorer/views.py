@@ -488,19 +488,19 @@ def listed_executions(
     page_size: int,
     token: str | None,
     *,
-    exported: bool = False,
+    shape: queries.Shape = queries.PAGE,
 ) -> Page:
     """
     Return a page of the executions list under every filter of ``form``.
 
     The one reading of the list: its page and its export
-    (:func:`batchboard.explorer.exports.executions_export`, ``exported``:
-    the same rows, read as the file writes them) both call it, so a filter
+    (:func:`batchboard.explorer.exports.executions_export`, in the
+    shape the file writes) both call it, so a filter
     the form gains and passes on here reaches both.
     """
     if form.window is None:
         return queries.recent_executions(
-            form.statuses, form.job_filter, page_size, token, exported=exported
+            form.statuses, form.job_filter, page_size, token, shape=shape
         )
     return queries.windowed_executions(
         form.statuses,
@@ -508,7 +508,7 @@ def listed_executions(
         form.window,
         page_size,
         token,
-        exported=exported,
+        shape=shape,
     )
 
 

@@ -414,9 +414,16 @@ def test_a_download_reads_each_page_off_the_list_s_indexes(
         if since:
             window = _time_window(since)
             return queries.windowed_executions(
-                statuses, job, window, 2, token, exported=exported
+                statuses,
+                job,
+                window,
+                2,
+                token,
+                shape=queries.EXPORT if exported else queries.PAGE,
             )
-        return queries.recent_executions(statuses, job, 2, token, exported=exported)
+        return queries.recent_executions(
+            statuses, job, 2, token, shape=queries.EXPORT if exported else queries.PAGE
+        )
 
     def indexes(plan: str) -> list[str]:
         return sorted(re.findall(r"using (\S+) on ob_job_(?:execution|instance)", plan))

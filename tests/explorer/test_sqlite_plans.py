@@ -493,9 +493,16 @@ def test_a_download_reads_each_page_as_the_list_does(
         if since:
             window = _time_window(since)
             return queries.windowed_executions(
-                statuses, job, window, 3, token, exported=exported
+                statuses,
+                job,
+                window,
+                3,
+                token,
+                shape=queries.EXPORT if exported else queries.PAGE,
             )
-        return queries.recent_executions(statuses, job, 3, token, exported=exported)
+        return queries.recent_executions(
+            statuses, job, 3, token, shape=queries.EXPORT if exported else queries.PAGE
+        )
 
     second = read(None, False).next_cursor
     assert second is not None

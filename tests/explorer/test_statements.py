@@ -76,26 +76,26 @@ PAGES: dict[str, Callable[[History, str | None], queries.Page]] = {
     "requests": lambda h, token: queries.operator_requests(h.failed.pk, 1, token),
     "unresolved": lambda h, token: queries.unresolved(60, 1, token),
     "unresolved times": lambda h, token: queries.unresolved(
-        60, 1, token, times_only=True
+        60, 1, token, shape=queries.TIMES
     ),
     "status times": lambda h, token: queries.recent_executions(
-        "FAILED", "", 1, token, times_only=True
+        "FAILED", "", 1, token, shape=queries.TIMES
     ),
     "job times": lambda h, token: queries.recent_executions(
-        "", "nightly-import", 2, token, times_only=True
+        "", "nightly-import", 2, token, shape=queries.TIMES
     ),
     "job names": lambda h, token: queries.job_names(1, token),
     "attempts": lambda h, token: queries.instance_executions(h.instance.pk, 1, token),
     "partitions": lambda h, token: queries.partitions(h.partitioned.pk, 1, token),
     # A download's reads: the same lists, each row as the file writes it.
     "export": lambda h, token: queries.recent_executions(
-        "", "", 2, token, exported=True
+        "", "", 2, token, shape=queries.EXPORT
     ),
     "export of a job": lambda h, token: queries.recent_executions(
-        ("FAILED", "COMPLETED"), "nightly-import", 1, token, exported=True
+        ("FAILED", "COMPLETED"), "nightly-import", 1, token, shape=queries.EXPORT
     ),
     "export of a window": lambda h, token: queries.windowed_executions(
-        (), "", _window(since="2000-01-01T00:00Z"), 1, token, exported=True
+        (), "", _window(since="2000-01-01T00:00Z"), 1, token, shape=queries.EXPORT
     ),
 }
 
@@ -135,7 +135,7 @@ def test_a_times_only_page_is_the_full_page_s_times(
     """The same rows and cursors, each row with the run's times only."""
     token: str | None = None
     for _ in range(4):
-        full, times = listing(token), listing(token, times_only=True)
+        full, times = listing(token), listing(token, shape=queries.TIMES)
         # A first page also reads its identity ceiling.
         names = [*queries.RUN_TIME_FIELDS, *([pagination.CEILING] * full.first)]
         assert times.rows or not full.first
