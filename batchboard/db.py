@@ -272,6 +272,26 @@ def among(
     return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
 
 
+def pairs(
+    rows: Sequence[tuple[int, int]], using: str | None = None
+) -> tuple[str, list[Any]]:
+    """
+    Return a FROM item of constant rows ``w(column1, column2)``, and its values.
+
+    As :func:`among` does for one column: PostgreSQL takes two arrays, so
+    the statement's text is the same for any number of rows (a list of 50
+    ``(%s, %s)`` rows made psycopg split a new text on every page, which
+    took longer than the statement ran); SQLite takes a VALUES list.
+    """
+    if connections[using or alias()].vendor == "postgresql":
+        return (
+            "unnest(%s::bigint[], %s::bigint[]) AS w(column1, column2)",
+            [[first for first, _second in rows], [second for _first, second in rows]],
+        )
+    values = ", ".join(["(%s, %s)"] * len(rows))
+    return f"(VALUES {values}) AS w", [value for row in rows for value in row]
+
+
 # The alias a page reads from (see batchboard.replicas.reading()).
 _reading: ContextVar[str | None] = ContextVar("batchboard_reading", default=None)
 

@@ -96,24 +96,6 @@ def attempts_around(instance_id: int, attempt: int) -> tuple[Row | None, Row | N
     return found.get(attempt - 1), found.get(attempt + 1)
 
 
-def _pairs(vendor: str, pairs: Sequence[tuple[int, int]]) -> tuple[str, list[Any]]:
-    """
-    Return a FROM item of constant rows ``w(column1, column2)``, and its values.
-
-    PostgreSQL takes two arrays, so the statement's text is the same for any
-    number of rows: a list of 50 ``(%s, %s)`` rows made psycopg split a new
-    text on every page, which took longer than the statement ran. SQLite has
-    no arrays and takes the rows as a VALUES list.
-    """
-    if vendor == "postgresql":
-        return (
-            "unnest(%s::bigint[], %s::bigint[]) AS w(column1, column2)",
-            [[first for first, _second in pairs], [second for _first, second in pairs]],
-        )
-    values = ", ".join(["(%s, %s)"] * len(pairs))
-    return f"(VALUES {values}) AS w", [value for pair in pairs for value in pair]
-
-
 def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     """
     Map each execution of ``rows`` to the attempt that followed it, if any.
@@ -128,7 +110,7 @@ def next_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     if not wanted:
         return {}
     connection = connections[db.read_alias()]
-    pairs, params = _pairs(connection.vendor, [(i, a + 1) for i, a in wanted])
+    pairs, params = db.pairs([(i, a + 1) for i, a in wanted], connection.alias)
     sql = (
         "SELECT x.id, x.job_instance_id, x.attempt, x.status "
         f"FROM {pairs} "
@@ -160,7 +142,7 @@ def latest_attempts(rows: Iterable[Row]) -> dict[int, Row]:
     if not wanted:
         return {}
     connection = connections[db.read_alias()]
-    pairs, params = _pairs(connection.vendor, list(wanted))
+    pairs, params = db.pairs(list(wanted), connection.alias)
     sql = (
         "SELECT x.id, x.job_instance_id, x.attempt, x.status, w.column2 "
         f"FROM {pairs} "
