@@ -483,7 +483,12 @@ def _joined_instance_bound(
 
 
 def _merged(
-    queryset: QuerySet[Any], branches: Sequence[Q], order: Sequence[str], limit: int
+    queryset: QuerySet[Any],
+    branches: Sequence[Q],
+    order: Sequence[str],
+    limit: int,
+    ceiling: Any = None,
+    each: tuple[str, Sequence[Any]] | None = None,
 ) -> QuerySet[Any]:
     """
     Return the rows of ``queryset`` among each branch's first ``limit``.
@@ -497,9 +502,23 @@ def _merged(
     by id needs no sort either (PostgreSQL sorts those few ids). Rows,
     cursor and ceiling are unchanged. A list's own ``branches`` are read
     so on SQLite only; a filter's ``walks`` on both backends.
+
+    ``ceiling`` (a first page's identity ceiling, an expression) bounds
+    every walk. PostgreSQL reads it once, ahead of the walks: as a subquery
+    in each walk it would be planned once per walk, and those plans cost
+    more than the walks run; given once it also lets the planner merge the
+    walks in order, reading only as far into each as the page needs.
+
+    ``each`` (a lookup and its values, one branch per value) says the
+    branches are ranges of one index, led by the lookup's column and
+    ordered as the list: on PostgreSQL a walk that reads that table alone
+    is then planned once and run for each value (a lateral join over the
+    values), where eight walks planned one by one cost more than they
+    read. A walk that joins another table keeps its own plan per value,
+    merged in order as above: it would otherwise read a full ``limit``
+    from every value's range.
     """
     walks: list[str] = []
-    params: list[Any] = []
     # PostgreSQL names every subquery in FROM; SQLite's plans show an
     # unnamed one as the walk it is.
     named = connections[queryset.db].vendor == "postgresql"
@@ -511,27 +530,51 @@ def _merged(
     # stops at the page.
     columns = [column.lstrip("-") for column in order]
     returned = list(dict.fromkeys([*columns, "id"])) if named else ["id"]
-    for index, condition in enumerate(branches):
-        walk = queryset.filter(condition).order_by(*order).values(*returned)[:limit]
-        sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
-        # SQLite takes LIMIT in a compound's member only inside a subquery.
-        walks.append(
-            f"SELECT * FROM ({sql})" + (f" AS bb_walk_{index}" if named else "")
+    params: list[Any] = []
+    prefix = ""
+    if ceiling is not None and named:
+        compiler = queryset.query.get_compiler(queryset.db)
+        bound, bound_params = compiler.compile(
+            ceiling.resolve_expression(queryset.query)
         )
-        params.extend(walk_params)
-    union = " UNION ALL ".join(walks)
-    if named:
-        keys = ", ".join(
-            f"bb_ids.{column.lstrip('-')} "
-            + ("DESC" if column.startswith("-") else "ASC")
-            for column in order
-        )
-        union = (
-            f"SELECT bb_ids.id FROM ({union}) AS bb_ids "
-            f"ORDER BY {keys} LIMIT {int(limit)}"
-        )
-    ids = RawSQL(union, params)
+        prefix = f"WITH bb_bound AS MATERIALIZED (SELECT {bound} AS id) "
+        params.extend(bound_params)
+        ceiling = RawSQL("SELECT id FROM bb_bound", (), output_field=IntegerField())
+    if ceiling is not None:
+        queryset = queryset.filter(id__lte=ceiling)
     merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
+    if named and each is not None and len(queryset.query.alias_map) <= 1:
+        lookup, values = each
+        value = RawSQL("bb_each.value", ())
+        walk = (queryset.filter(**{lookup: value}).order_by(*order).values(*returned))[
+            :limit
+        ]
+        sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
+        listed = ", ".join(["(%s)"] * len(values))
+        source = f"(VALUES {listed}) AS bb_each(value) CROSS JOIN LATERAL ({sql})"
+        params += [*values, *walk_params]
+    else:
+        for index, condition in enumerate(branches):
+            walk = queryset.filter(condition).order_by(*order).values(*returned)
+            sql, walk_params = walk[:limit].query.get_compiler(queryset.db).as_sql()
+            # SQLite takes LIMIT in a compound's member only inside a subquery.
+            walks.append(
+                f"SELECT * FROM ({sql})" + (f" AS bb_walk_{index}" if named else "")
+            )
+            params.extend(walk_params)
+        union = " UNION ALL ".join(walks)
+        if not named:
+            return merged.filter(id__in=RawSQL(union, params))
+        source = f"({union})"
+    keys = ", ".join(
+        f"bb_ids.{column.lstrip('-')} " + ("DESC" if column.startswith("-") else "ASC")
+        for column in order
+    )
+    ids = RawSQL(
+        f"{prefix}SELECT bb_ids.id FROM {source} AS bb_ids "
+        f"ORDER BY {keys} LIMIT {int(limit)}",
+        params,
+    )
     return merged.filter(id__in=ids)
 
 
@@ -571,6 +614,9 @@ class Filter:
     lookup: str
     wrap: Callable[[Any], Any] | None = None
     walks: bool = False
+    #: Each value's walk is one range of an index led by this column and
+    #: continued in the list's order (:func:`_merged`'s ``each``).
+    ranges: bool = False
 
 
 @dataclass(frozen=True)
@@ -665,11 +711,14 @@ class Listing:
                 queryset = queryset.filter(self.where)
             scope: dict[str, Any] = {}
             walks: list[Q] = []
+            each: tuple[str, list[Any]] | None = None
             for narrow, value in applied:
                 if isinstance(value, tuple):
                     several = [next(given) for _ in value]
                     if narrow.walks:
-                        walks += [Q(**{narrow.lookup: each}) for each in several]
+                        walks += [Q(**{narrow.lookup: one}) for one in several]
+                        if narrow.ranges:
+                            each = (narrow.lookup, several)
                         continue
                     scope[f"{narrow.lookup}__in"] = several
                     queryset = queryset.filter(**{f"{narrow.lookup}__in": several})
@@ -690,7 +739,6 @@ class Listing:
                 if self.scoped_ceiling:
                     source = source.filter(**scope)
                 ceiling[CEILING] = _max_id(source)
-                queryset = queryset.annotate(**ceiling).filter(id__lte=F(CEILING))
             else:
                 queryset = queryset.filter(id__lte=next(given))
             vendor = connections[_using()].vendor
@@ -699,9 +747,13 @@ class Listing:
             if not walks and vendor == "postgresql" and self.ids_first:
                 walks = [Q()]
             if walks:
-                queryset = _merged(queryset, walks, self.order, page_size)
+                queryset = _merged(
+                    queryset, walks, self.order, page_size, ceiling.get(CEILING), each
+                )
                 # The page's own ceiling, beside the rows it bounded.
                 queryset = queryset.annotate(**ceiling)
+            elif ceiling:
+                queryset = queryset.annotate(**ceiling).filter(id__lte=F(CEILING))
             order = self.sort() if self.sort is not None else self.order
             rows = self.project(queryset).order_by(*order).values(*fields)
             if self.distinct:
@@ -871,7 +923,7 @@ WINDOWED_EXECUTIONS = Listing(
     "windowed_executions",
     JobExecution,
     filters=(
-        Filter("status", walks=True),
+        Filter("status", walks=True, ranges=True),
         Filter("job_instance__job_name"),
         Filter("updated_at__gte", wrap=_stamp),
         Filter("updated_at__lt", wrap=_stamp),

@@ -334,6 +334,10 @@ def test_a_time_window_walks_the_status_time_index(
     """
     Every status is a walk down ``(status, updated_at, id)`` inside the
     window, first page and deep: the executions are never read whole.
+
+    Without a job, the walk reads that index alone: it is planned once and
+    run for each status (a lateral join over the statuses' values). With a
+    job it joins the instances: each status keeps its own walk, merged.
     """
     _seed_timed_executions()
     window = _time_window("7d")
@@ -348,9 +352,20 @@ def test_a_time_window_walks_the_status_time_index(
         assert "ob_job_execution_status_updated" in plan, plan
         assert "Seq Scan on ob_job_execution" not in plan, plan
         assert "Hash Join" not in plan, plan
-        if len(statuses) != 1:
+        if len(statuses) == 1:
+            assert "bb_each" not in plan and "Append" not in plan, plan
+        elif job:
             walks = plan.split("Append", 1)[1]
             assert walks.count("Index") >= len(statuses or vocabulary.STATUSES), plan
+        else:
+            # One walk, limited, run per value: a range of the index each.
+            assert "Values Scan on \"*VALUES*\"" in plan, plan
+            lateral = plan.split("Values Scan", 1)[1]
+            assert "Limit" in lateral, plan
+            walk = lateral.split("using ob_job_execution_status_updated", 1)[1]
+            condition = walk.split("Index Cond: ", 1)[1].split("\n", 1)[0]
+            assert '= "*VALUES*".column1)' in condition, plan
+            assert "updated_at >= " in condition and "updated_at <" in condition
 
 
 @pytest.mark.postgresql
