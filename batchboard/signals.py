@@ -1,6 +1,7 @@
 """
-Refuse any migration run against an attached metadata database, and keep a
-user's time zone in their session when they sign in.
+Refuse any migration run against an attached metadata database, keep a
+user's time zone in their session when they sign in, and load timestamps
+with the driver's compiled loader on batchboard's own connections.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from typing import Any
 
 from django.contrib.auth.signals import user_logged_in
 from django.core.management.base import CommandError
+from django.db.backends.signals import connection_created
 from django.db.models.signals import pre_migrate
 from django.dispatch import receiver
 
@@ -49,3 +51,11 @@ def remember_time_zone(*, request: Any, user: Any, **kwargs: Any) -> None:
     from batchboard.personal import zones
 
     zones.remember_on_sign_in(request, user)
+
+
+@receiver(connection_created, dispatch_uid="batchboard.compiled_timestamps")
+def load_timestamps_natively(*, connection: Any, **kwargs: Any) -> None:
+    """Install the compiled timestamp loader (see :mod:`batchboard.driver`)."""
+    from batchboard import driver
+
+    driver.load_timestamps_natively(connection)
