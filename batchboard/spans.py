@@ -36,14 +36,29 @@ def _units_in(language: str | None) -> Mapping[str, str]:
     return {key: escape(str(text)) for key, text in _UNITS.items()}
 
 
-def span(seconds: float, whole: bool = False) -> SafeString:
+def formats() -> Mapping[str, str]:
+    """
+    Return the unit formats of the active language, escaped.
+
+    A caller writing many spans at once (a page's rows) reads them once and
+    passes them to :func:`span`: looking up the active language costs more
+    than writing a span.
+    """
+    return _units_in(get_language())
+
+
+def span(
+    seconds: float, whole: bool = False, units: Mapping[str, str] | None = None
+) -> SafeString:
     """
     Return a span in human units, e.g. ``"4 min 03 s"``.
 
     ``whole`` leaves out a zero lower unit (``"15 min"``), for bounds a
-    person chose rather than spans measured.
+    person chose rather than spans measured. ``units`` are the active
+    language's :func:`formats`, read here when not given.
     """
-    units = _units_in(get_language())
+    if units is None:
+        units = formats()
     seconds = max(seconds, 0.0)
     if seconds < 1:
         return SafeString(units["ms"] % {"ms": int(seconds * 1000)})

@@ -59,7 +59,11 @@ _PLACEHOLDER_EXIT_CODE: Final = "UNKNOWN"
 
 
 def exit_text(
-    status: str, exit_code: str | None, *, running: bool
+    status: str,
+    exit_code: str | None,
+    *,
+    running: bool,
+    words: Mapping[str, SafeString] | None = None,
 ) -> tuple[SafeString, bool]:
     """
     Return the exit code a run shows, and whether it is pending (no code).
@@ -71,9 +75,11 @@ def exit_text(
     the creation placeholder (a recovery leaves the exit code as it was,
     spec 5.5) says no exit code was recorded, so it does not read as the
     status UNKNOWN. The one rule for every list, summary, row and the
-    admin; the templates only choose the markup.
+    admin; the templates only choose the markup. ``words`` are the active
+    language's :func:`texts`, read here when not given.
     """
-    words = texts()
+    if words is None:
+        words = texts()
     if status in UNRESOLVED:
         return (words["running"] if running else NOTHING), True
     if exit_code == _PLACEHOLDER_EXIT_CODE:
@@ -320,6 +326,7 @@ class Clock:
     def __init__(self, now: datetime | None = None) -> None:
         self.now = now or timezone.now()
         self._formats = texts()
+        self._units = spans.formats()
         # The zone the texts are in: the request's (personal.zones), read
         # once; None when it is UTC.
         zone = timezone.get_current_timezone()
@@ -327,7 +334,7 @@ class Clock:
 
     def span(self, seconds: float, whole: bool = False) -> SafeString:
         """Return a span in human units (:func:`batchboard.spans.span`)."""
-        return spans.span(seconds, whole)
+        return spans.span(seconds, whole, self._units)
 
     def age(self, moment: datetime | None) -> SafeString:
         """Return how long ago ``moment`` was, e.g. ``"4 min 03 s ago"``."""
@@ -456,7 +463,7 @@ class Presenter:
     def exit(self, row: Row, *, running: bool) -> Row:
         """Add the exit code a run's cell shows (:func:`exit_text`)."""
         row["exit_text"], row["exit_pending"] = exit_text(
-            row["status"], row.get("exit_code"), running=running
+            row["status"], row.get("exit_code"), running=running, words=self.texts
         )
         return row
 

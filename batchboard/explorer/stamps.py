@@ -336,7 +336,16 @@ def _row_values(row: Row, paths: Sequence[Sequence[str]]) -> list[object]:
         value: Any = row
         for part in path:
             value = (value or {}).get(part)
-        values.append("" if value is None else conditional_escape(value))
+        kind = type(value)
+        # What conditional_escape gives, without its checks for the two
+        # kinds most cells hold: marked-safe text is itself, and a whole
+        # number's digits need no escaping.
+        if kind is SafeString:
+            values.append(value)
+        elif kind is int:
+            values.append(str(value))
+        else:
+            values.append("" if value is None else conditional_escape(value))
     return values
 
 
