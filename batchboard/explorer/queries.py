@@ -516,7 +516,12 @@ def _merged(
     values), where eight walks planned one by one cost more than they
     read. A walk that joins another table keeps its own plan per value,
     merged in order as above: it would otherwise read a full ``limit``
-    from every value's range.
+    from every value's range. On SQLite such ranges are one compound
+    statement ordered and limited as the page, with no limit of each
+    branch's own: each branch is read off its index already in order, so
+    SQLite merges them as they come and stops at the page (a branch
+    limited on its own is a subquery, which SQLite reads whole and sorts
+    again before merging).
     """
     walks: list[str] = []
     # PostgreSQL names every subquery in FROM; SQLite's plans show an
@@ -529,7 +534,8 @@ def _merged(
     # every walk's. SQLite visits the IN list in the index's order and
     # stops at the page.
     columns = [column.lstrip("-") for column in order]
-    returned = list(dict.fromkeys([*columns, "id"])) if named else ["id"]
+    keyed = named or each is not None
+    returned = list(dict.fromkeys([*columns, "id"])) if keyed else ["id"]
     params: list[Any] = []
     prefix = ""
     if ceiling is not None and named:
@@ -553,6 +559,25 @@ def _merged(
         listed = ", ".join(["(%s)"] * len(values))
         source = f"(VALUES {listed}) AS bb_each(value) CROSS JOIN LATERAL ({sql})"
         params += [*values, *walk_params]
+    elif each is not None:
+        # SQLite: the ranges merged as they are read, in the page's order.
+        positions = ", ".join(
+            f"{returned.index(column.lstrip('-')) + 1} "
+            + ("DESC" if column.startswith("-") else "ASC")
+            for column in order
+        )
+        for condition in branches:
+            walk = queryset.filter(condition).order_by().values(*returned)
+            sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
+            walks.append(sql)
+            params.extend(walk_params)
+        union = " UNION ALL ".join(walks)
+        return merged.filter(
+            id__in=RawSQL(
+                f"SELECT id FROM ({union} ORDER BY {positions} LIMIT {int(limit)})",
+                params,
+            )
+        )
     else:
         for index, condition in enumerate(branches):
             walk = queryset.filter(condition).order_by(*order).values(*returned)
