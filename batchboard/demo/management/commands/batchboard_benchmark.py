@@ -698,7 +698,8 @@ class Command(BenchmarkCommand):
     ) -> list[Measured]:
         """
         Return the executions list's time windows: an hour in the night and
-        the last week of the history, with and without a status and a job.
+        the last week of the history, with and without a status and a job,
+        and the week of the rarest job.
 
         Deep pages continue from the middle of the window (its time, the
         newest id), as paging there would leave them.
@@ -721,6 +722,8 @@ class Command(BenchmarkCommand):
                 ("FAILED",),
                 facts["busy"],
             ),
+            # A rare job's page reads down every status's range of the week.
+            (f"window: 1 week ?job={facts['rare']} (rare)", week, (), facts["rare"]),
         ]
         measured = []
         for label, (start, end), statuses, job in rows:
