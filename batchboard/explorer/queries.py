@@ -559,7 +559,7 @@ def _merged(
         listed = ", ".join(["(%s)"] * len(values))
         source = f"(VALUES {listed}) AS bb_each(value) CROSS JOIN LATERAL ({sql})"
         params += [*values, *walk_params]
-    elif each is not None:
+    elif not named and each is not None:
         # SQLite: the ranges merged as they are read, in the page's order.
         positions = ", ".join(
             f"{returned.index(column.lstrip('-')) + 1} "
