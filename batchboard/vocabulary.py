@@ -77,6 +77,7 @@ __all__ = [
     "CONTROL_CHARACTERS",
     "WHOLE_NUMBER",
     "WINDOW_SCAN",
+    "RARE_JOB_INSTANCES",
     "Reason",
     "is_row_id",
     "parse_whole_number",
@@ -146,6 +147,11 @@ OVERVIEW_PAGE_SIZE: Final = 20
 #: examines (newest first): a window far back in a busy job's history is
 #: paged through in steps of this many, each page bounded.
 WINDOW_SCAN: Final = 1000
+#: On SQLite (no planner statistics) a job with at most this many instances
+#: has its updated-between window read from its instances, every one of
+#: them, rather than down each status's range of the window, which a rare
+#: job's page would read to its end.
+RARE_JOB_INSTANCES: Final = 1000
 #: Recent failures listed on the overview's attention panel.
 ATTENTION_LIMIT: Final = 10
 #: Recent failures the attention panel reads (status index, newest first)

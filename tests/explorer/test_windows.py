@@ -421,15 +421,21 @@ def test_a_windowed_list_offers_no_bulk_plan(admin_user: Any) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("rare_below", [0, 1000], ids=["walks", "rare-job"])
 @pytest.mark.parametrize("seed", range(6))
-def test_generated_windows_page_exactly_as_a_naive_sort(seed: int) -> None:
+def test_generated_windows_page_exactly_as_a_naive_sort(
+    seed: int, rare_below: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """
     Every status and job choice, pages of every size, many ties on the time.
 
     The walks keep only a page's ids before projecting (PostgreSQL): on
     generated histories, paging gives exactly the rows of a naive read,
-    sorted by last update then id, each once.
+    sorted by last update then id, each once. On SQLite a job's window is
+    read down the statuses' ranges, or, for a job with few instances, from
+    its instances: both shapes give the naive read's pages.
     """
+    monkeypatch.setattr(queries, "RARE_JOB_INSTANCES", rare_below)
     chance = random.Random(seed)
     for job in ("nightly", "weekly"):
         factories.definition(job)
