@@ -359,7 +359,7 @@ def test_a_time_window_walks_the_status_time_index(
             assert walks.count("Index") >= len(statuses or vocabulary.STATUSES), plan
         else:
             # One walk, limited, run per value: a range of the index each.
-            assert "Values Scan on \"*VALUES*\"" in plan, plan
+            assert 'Values Scan on "*VALUES*"' in plan, plan
             lateral = plan.split("Values Scan", 1)[1]
             assert "Limit" in lateral, plan
             walk = lateral.split("using ob_job_execution_status_updated", 1)[1]
