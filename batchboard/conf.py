@@ -169,3 +169,11 @@ def read_aliases() -> list[str]:
     if not isinstance(configured, (list, tuple)):
         return []
     return [value for value in configured if isinstance(value, str)]
+
+
+def metadata_aliases() -> set[str]:
+    """
+    Return every alias that reaches the metadata database: the metadata
+    alias, its replicas and the action logins.
+    """
+    return {database_alias(), *read_aliases(), *action_aliases()}

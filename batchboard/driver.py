@@ -83,11 +83,6 @@ def _loader() -> type[Any] | None:
     return UtcTimestampLoader
 
 
-def own_aliases() -> set[str]:
-    """Return the aliases batchboard reads oxide-batch's tables through."""
-    return {conf.database_alias(), *conf.read_aliases(), *conf.action_aliases()}
-
-
 def load_timestamps_natively(connection: BaseDatabaseWrapper) -> bool:
     """
     Install the compiled timestamp loader on a new connection of batchboard's.
@@ -96,7 +91,10 @@ def load_timestamps_natively(connection: BaseDatabaseWrapper) -> bool:
     with ``USE_TZ`` on and the connection's time zone UTC (Django's default
     for ``USE_TZ``). Return whether it was installed.
     """
-    if connection.vendor != "postgresql" or connection.alias not in own_aliases():
+    if (
+        connection.vendor != "postgresql"
+        or connection.alias not in conf.metadata_aliases()
+    ):
         return False
     loader = _loader()
     if loader is None or not settings.USE_TZ:

@@ -69,9 +69,8 @@ class BatchboardRouter:
             return db == state
         if app_label == APP_LABEL:
             return db == alias
-        # The action aliases reach the same metadata database under other
-        # logins: Django's own apps belong on none of them.
-        others = conf.action_aliases() | set(conf.read_aliases())
-        if db != "default" and (db == alias or db in others):
+        # The action and replica aliases reach the same metadata database
+        # under other logins: Django's own apps belong on none of them.
+        if db != "default" and db in conf.metadata_aliases():
             return False
         return None

@@ -102,7 +102,7 @@ class _Wrapper:
 
 
 def test_only_batchboard_s_aliases_get_it(db: None) -> None:
-    assert connection.alias in driver.own_aliases()
+    assert connection.alias in conf.metadata_aliases()
     other = _Wrapper("someone-elses")
     assert driver.load_timestamps_natively(other) is False  # type: ignore[arg-type]
 
