@@ -483,6 +483,14 @@ def _joined_instance_bound(
     ).filter(bb_instance_id__lte=instance_id, job_instance_id__lte=instance_id)
 
 
+def _directed(order: Sequence[str], named: Callable[[str], str]) -> str:
+    """Return a list's ``order`` as ORDER BY terms, each column as ``named``."""
+    return ", ".join(
+        f"{named(column.lstrip('-'))} " + ("DESC" if column.startswith("-") else "ASC")
+        for column in order
+    )
+
+
 def _merged(
     queryset: QuerySet[Any],
     branches: Sequence[Q],
@@ -562,11 +570,7 @@ def _merged(
         params += [*values, *walk_params]
     elif not named and each is not None:
         # SQLite: the ranges merged as they are read, in the page's order.
-        positions = ", ".join(
-            f"{returned.index(column.lstrip('-')) + 1} "
-            + ("DESC" if column.startswith("-") else "ASC")
-            for column in order
-        )
+        positions = _directed(order, lambda name: str(returned.index(name) + 1))
         for condition in branches:
             walk = queryset.filter(condition).order_by().values(*returned)
             sql, walk_params = walk.query.get_compiler(queryset.db).as_sql()
@@ -592,10 +596,7 @@ def _merged(
         if not named:
             return merged.filter(id__in=RawSQL(union, params))
         source = f"({union})"
-    keys = ", ".join(
-        f"bb_ids.{column.lstrip('-')} " + ("DESC" if column.startswith("-") else "ASC")
-        for column in order
-    )
+    keys = _directed(order, lambda name: f"bb_ids.{name}")
     ids = RawSQL(
         f"{prefix}SELECT bb_ids.id FROM {source} AS bb_ids "
         f"ORDER BY {keys} LIMIT {int(limit)}",
@@ -1307,16 +1308,16 @@ def windowed_executions(
             cursors.micros(row["updated_at"]), int(row["id"]), lower, upper
         )
 
-    value: str | tuple[str, ...] = "".join(statuses)
+    value: str | tuple[str, ...] = (
+        tuple(statuses) if len(statuses) > 1 else "".join(statuses)
+    )
     listing = WINDOWED_EXECUTIONS
     sqlite = connections[_using()].vendor == "sqlite"
     if job_name and sqlite and _is_rare_job(job_name):
         listing = RARE_JOB_WINDOWED_EXECUTIONS
-    if len(statuses) != 1 and listing is WINDOWED_EXECUTIONS:
+    elif not statuses:
         # No status is every status: one walk each, as several are.
-        value = tuple(statuses) or STATUSES
-    elif len(statuses) > 1:
-        value = tuple(statuses)
+        value = STATUSES
     return replace(_shaped(listing, shape), key=key).page(
         spec,
         page_size,
