@@ -21,6 +21,7 @@ read from the database is left for the template to escape. Links come from
 from __future__ import annotations
 
 import functools
+import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -84,7 +85,8 @@ def exit_text(
         return (words["running"] if running else NOTHING), True
     if exit_code == _PLACEHOLDER_EXIT_CODE:
         return words["no_exit_code"], True
-    return (SafeString(escape(exit_code)) if exit_code else NOTHING), False
+    # html.escape is what Django's escape calls, without its check for lazy text.
+    return (SafeString(html.escape(exit_code)) if exit_code else NOTHING), False
 
 
 #: The status of a run no owner moves any more (only a recovery does).

@@ -44,7 +44,7 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from html import unescape
+from html import escape, unescape
 from pathlib import Path
 from typing import Any, Final
 
@@ -337,13 +337,16 @@ def _row_values(row: Row, paths: Sequence[Sequence[str]]) -> list[object]:
         for part in path:
             value = (value or {}).get(part)
         kind = type(value)
-        # What conditional_escape gives, without its checks for the two
-        # kinds most cells hold: marked-safe text is itself, and a whole
-        # number's digits need no escaping.
+        # What conditional_escape gives, without its checks for the three
+        # kinds most cells hold: marked-safe text is itself, a whole
+        # number's digits need no escaping, and plain text is escaped as
+        # Django's escape does (html.escape, quotes included).
         if kind is SafeString:
             values.append(value)
         elif kind is int:
             values.append(str(value))
+        elif kind is str:
+            values.append(escape(value))
         else:
             values.append("" if value is None else conditional_escape(value))
     return values
