@@ -513,10 +513,13 @@ def _merged(
     so on SQLite only; a filter's ``walks`` on both backends.
 
     ``ceiling`` (a first page's identity ceiling, an expression) bounds
-    every walk. PostgreSQL reads it once, ahead of the walks: as a subquery
-    in each walk it would be planned once per walk, and those plans cost
-    more than the walks run; given once it also lets the planner merge the
-    walks in order, reading only as far into each as the page needs.
+    every walk on SQLite. On PostgreSQL the walks leave it out: the
+    statement reads the ceiling and the rows in one snapshot, so every row
+    it reads has an id at most the ceiling, and the bound filters nothing.
+    As a subquery in each walk it would be planned once per walk, and
+    those plans cost more than the walks run; without it the planner
+    merges the walks in order, reading only as far into each as the page
+    needs. The page's ceiling is still read once, beside its rows.
 
     ``each`` (a lookup and its values, one branch per value) says the
     branches are ranges of one index, led by the lookup's column and
@@ -546,16 +549,7 @@ def _merged(
     keyed = named or each is not None
     returned = list(dict.fromkeys([*columns, "id"])) if keyed else ["id"]
     params: list[Any] = []
-    prefix = ""
-    if ceiling is not None and named:
-        compiler = queryset.query.get_compiler(queryset.db)
-        bound, bound_params = compiler.compile(
-            ceiling.resolve_expression(queryset.query)
-        )
-        prefix = f"WITH bb_bound AS MATERIALIZED (SELECT {bound} AS id) "
-        params.extend(bound_params)
-        ceiling = RawSQL("SELECT id FROM bb_bound", (), output_field=IntegerField())
-    if ceiling is not None:
+    if ceiling is not None and not named:
         queryset = queryset.filter(id__lte=ceiling)
     merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
     if named and each is not None and len(queryset.query.alias_map) <= 1:
@@ -598,7 +592,7 @@ def _merged(
         source = f"({union})"
     keys = _directed(order, lambda name: f"bb_ids.{name}")
     ids = RawSQL(
-        f"{prefix}SELECT bb_ids.id FROM {source} AS bb_ids "
+        f"SELECT bb_ids.id FROM {source} AS bb_ids "
         f"ORDER BY {keys} LIMIT {int(limit)}",
         params,
     )
