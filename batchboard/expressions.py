@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Func
+from django.db.models import Exists, Func
 from django.db.models.sql.compiler import SQLCompiler
 
-__all__ = ["Unindexed"]
+__all__ = ["Probed", "Unindexed"]
 
 
 class Unindexed(Func):
@@ -35,3 +35,18 @@ class Unindexed(Func):
         return self.as_sql(
             compiler, connection, template="+%(expressions)s", **extra_context
         )
+
+
+class Probed(Exists):
+    """
+    ``EXISTS`` checked for each row as it is read, never joined.
+
+    PostgreSQL turns a plain ``EXISTS`` into a semi-join and plans it with
+    the rest of the statement, once per subquery that holds it; ``OFFSET
+    0`` keeps it a subplan of its own: one index probe per row, planned
+    in a fraction of the time. Only for a condition most rows pass, read
+    where the statement already walks the rows in order: the planner no
+    longer chooses where to start from.
+    """
+
+    template = "EXISTS(%(subquery)s OFFSET 0)"

@@ -78,6 +78,10 @@ __all__ = [
     "WHOLE_NUMBER",
     "WINDOW_SCAN",
     "RARE_JOB_INSTANCES",
+    "BUSY_JOB_SAMPLE",
+    "BUSY_JOB_SPAN",
+    "BUSY_JOB_KEPT_SECONDS",
+    "BUSY_JOB_KEPT_JOBS",
     "Reason",
     "is_row_id",
     "parse_whole_number",
@@ -152,6 +156,16 @@ WINDOW_SCAN: Final = 1000
 #: them, rather than down each status's range of the window, which a rare
 #: job's page would read to its end.
 RARE_JOB_INSTANCES: Final = 1000
+#: On PostgreSQL a job is busy when its newest BUSY_JOB_SAMPLE instances lie
+#: among the last BUSY_JOB_SPAN times as many: one instance in every
+#: BUSY_JOB_SPAN or more of late. Its updated-between window over several
+#: statuses then probes each row's instance rather than joining them.
+BUSY_JOB_SAMPLE: Final = 20
+BUSY_JOB_SPAN: Final = 20
+#: How long a process keeps what it found of a job's busyness before it
+#: looks again, and for how many jobs at most.
+BUSY_JOB_KEPT_SECONDS: Final = 300
+BUSY_JOB_KEPT_JOBS: Final = 1024
 #: Recent failures listed on the overview's attention panel.
 ATTENTION_LIMIT: Final = 10
 #: Recent failures the attention panel reads (status index, newest first)

@@ -81,6 +81,16 @@ def held_lock(sql: str, ident: int) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _forget_busy_jobs() -> Iterator[None]:
+    """Each test's jobs are its own: what an earlier test found of them goes."""
+    from batchboard.explorer import queries
+
+    queries._BUSY_JOBS.clear()
+    yield
+    queries._BUSY_JOBS.clear()
+
+
+@pytest.fixture(autouse=True)
 def _wipe_metadata_after_transactional_tests(
     request: pytest.FixtureRequest,
 ) -> Iterator[None]:

@@ -21,6 +21,7 @@ except through :func:`parameter_values` for viewers allowed to see them.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -53,7 +54,7 @@ from batchboard.cursors import Key, QuerySpec
 from batchboard.explorer import pagination
 from batchboard.explorer.pagination import CEILING, Page, Row, assemble, values_rows
 from batchboard.explorer.relations import PARTITION_PLACE
-from batchboard.expressions import Unindexed
+from batchboard.expressions import Probed, Unindexed
 from batchboard.models import (
     FlowDecision,
     JobDefinition,
@@ -67,6 +68,10 @@ from batchboard.models import (
 from batchboard.schema import FAULT_COUNTERS, ITEM_COUNTERS
 from batchboard.vocabulary import (
     ATTENTION_LIMIT,
+    BUSY_JOB_KEPT_JOBS,
+    BUSY_JOB_KEPT_SECONDS,
+    BUSY_JOB_SAMPLE,
+    BUSY_JOB_SPAN,
     FINISHED,
     MAX_RESPONSE_BYTES,
     RARE_JOB_INSTANCES,
@@ -498,6 +503,8 @@ def _merged(
     limit: int,
     ceiling: Any = None,
     each: tuple[str, Sequence[Any]] | None = None,
+    *,
+    probed: bool = False,
 ) -> QuerySet[Any]:
     """
     Return the rows of ``queryset`` among each branch's first ``limit``.
@@ -526,9 +533,10 @@ def _merged(
     ordered as the list: on PostgreSQL a walk that reads that table alone
     is then planned once and run for each value (a lateral join over the
     values), where eight walks planned one by one cost more than they
-    read. A walk that joins another table keeps its own plan per value,
-    merged in order as above: it would otherwise read a full ``limit``
-    from every value's range. On SQLite such ranges are one compound
+    read. A walk that joins another table, or is ``probed`` (a
+    :attr:`Filter.probe` checks each row it reads), keeps its own plan
+    per value, merged in order as above: it would otherwise read a full
+    ``limit`` from every value's range. On SQLite such ranges are one compound
     statement ordered and limited as the page, with no limit of each
     branch's own: each branch is read off its index already in order, so
     SQLite merges them as they come and stops at the page (a branch
@@ -552,7 +560,8 @@ def _merged(
     if ceiling is not None and not named:
         queryset = queryset.filter(id__lte=ceiling)
     merged: QuerySet[Any] = queryset.model._default_manager.using(queryset.db)
-    if named and each is not None and len(queryset.query.alias_map) <= 1:
+    alone = len(queryset.query.alias_map) <= 1 and not probed
+    if named and each is not None and alone:
         lookup, values = each
         value = RawSQL("bb_each.value", ())
         walk = (queryset.filter(**{lookup: value}).order_by(*order).values(*returned))[
@@ -592,8 +601,7 @@ def _merged(
         source = f"({union})"
     keys = _directed(order, lambda name: f"bb_ids.{name}")
     ids = RawSQL(
-        f"SELECT bb_ids.id FROM {source} AS bb_ids "
-        f"ORDER BY {keys} LIMIT {int(limit)}",
+        f"SELECT bb_ids.id FROM {source} AS bb_ids ORDER BY {keys} LIMIT {int(limit)}",
         params,
     )
     return merged.filter(id__in=ids)
@@ -638,6 +646,10 @@ class Filter:
     #: Each value's walk is one range of an index led by this column and
     #: continued in the list's order (:func:`_merged`'s ``each``).
     ranges: bool = False
+    #: The rows match where this condition of the value holds, checked for
+    #: each row as it is read (:class:`~batchboard.expressions.Probed`);
+    #: ``lookup`` then only names the filter.
+    probe: Callable[[Any], Q] | None = None
 
 
 @dataclass(frozen=True)
@@ -731,6 +743,7 @@ class Listing:
             if self.where is not None:
                 queryset = queryset.filter(self.where)
             scope: dict[str, Any] = {}
+            probed = False
             walks: list[Q] = []
             each: tuple[str, list[Any]] | None = None
             for narrow, value in applied:
@@ -745,6 +758,10 @@ class Listing:
                     queryset = queryset.filter(**{f"{narrow.lookup}__in": several})
                     continue
                 value = next(given)
+                if narrow.probe is not None:
+                    queryset = queryset.filter(narrow.probe(value))
+                    probed = True
+                    continue
                 scope[narrow.lookup] = narrow.wrap(value) if narrow.wrap else value
                 queryset = queryset.filter(**{narrow.lookup: scope[narrow.lookup]})
             if window.after is not None:
@@ -769,7 +786,13 @@ class Listing:
                 walks = [Q()]
             if walks:
                 queryset = _merged(
-                    queryset, walks, self.order, page_size, ceiling.get(CEILING), each
+                    queryset,
+                    walks,
+                    self.order,
+                    page_size,
+                    ceiling.get(CEILING),
+                    each,
+                    probed=probed,
                 )
                 # The page's own ceiling, beside the rows it bounded.
                 queryset = queryset.annotate(**ceiling)
@@ -977,6 +1000,76 @@ RARE_JOB_WINDOWED_EXECUTIONS = replace(
 )
 
 
+def _job_probe(value: Any) -> Q:
+    """Return "the execution's instance is of job ``value``", probed per row."""
+    instances = JobInstance._default_manager.filter(
+        id=OuterRef("job_instance_id"), job_name=value
+    )
+    return Q(Probed(instances))
+
+
+# A busy job's window on PostgreSQL: each status's walk down (status,
+# updated_at, id) probes each row's instance for the job (its primary key)
+# instead of joining the instances. A join is planned with the instances'
+# indexes and the job's statistics once per walk, which costs more than a
+# busy job's walks read; the probe is planned once and is what the planner
+# chooses for such a job anyway (most rows of the window are the job's).
+# Same rows, order and keyset as WINDOWED_EXECUTIONS.
+BUSY_JOB_WINDOWED_EXECUTIONS = replace(
+    WINDOWED_EXECUTIONS,
+    name="busy_job_windowed_executions",
+    filters=(
+        WINDOWED_EXECUTIONS.filters[0],
+        Filter("job", probe=_job_probe),
+        *WINDOWED_EXECUTIONS.filters[2:],
+    ),
+)
+
+
+#: What each process found of a job's busyness, per database alias and job
+#: name, and until when (monotonic seconds) it holds it.
+_BUSY_JOBS: dict[tuple[str, str], tuple[bool, float]] = {}
+
+
+def _is_busy_job(job_name: str) -> bool:
+    """
+    Return whether ``job_name`` has at least one instance in every
+    :data:`BUSY_JOB_SPAN` of late (its newest :data:`BUSY_JOB_SAMPLE`
+    instances among the last ``SPAN * SAMPLE`` ids).
+
+    The look is one bounded read of its name index and the instances'
+    greatest id, one round trip more than the page's own; its answer is
+    kept :data:`BUSY_JOB_KEPT_SECONDS`, as a plan is kept: it chooses the
+    shape of the read, never its rows, and a job's rate changes slowly.
+    """
+    key = (_using(), job_name)
+    now = time.monotonic()
+    kept = _BUSY_JOBS.get(key)
+    if kept is not None and kept[1] > now:
+        return kept[0]
+    busy = _looks_busy(job_name)
+    if len(_BUSY_JOBS) >= BUSY_JOB_KEPT_JOBS:
+        _BUSY_JOBS.clear()
+    _BUSY_JOBS[key] = (busy, now + BUSY_JOB_KEPT_SECONDS)
+    return busy
+
+
+def _looks_busy(job_name: str) -> bool:
+    """Look at ``job_name``'s newest instances (:func:`_is_busy_job`)."""
+    table = JobInstance._meta.db_table
+    with connections[_using()].cursor() as cursor:
+        cursor.execute(
+            f'SELECT COUNT(*), MIN(bb_sample.id), (SELECT MAX(id) FROM "{table}") '
+            f'FROM (SELECT id FROM "{table}" WHERE job_name = %s '
+            "ORDER BY id DESC LIMIT %s) AS bb_sample",
+            [job_name, BUSY_JOB_SAMPLE],
+        )
+        count, oldest, newest = cursor.fetchone()
+    if int(count) < BUSY_JOB_SAMPLE:
+        return False
+    return int(newest) - int(oldest) < BUSY_JOB_SPAN * BUSY_JOB_SAMPLE
+
+
 def _is_rare_job(job_name: str) -> bool:
     """
     Return whether ``job_name`` has at most :data:`RARE_JOB_INSTANCES`
@@ -1079,6 +1172,9 @@ _SHAPED: Final[dict[tuple[str, Shape], Listing]] = {
     (WINDOWED_EXECUTIONS.name, EXPORT): _exported(WINDOWED_EXECUTIONS, "updated_at"),
     (RARE_JOB_WINDOWED_EXECUTIONS.name, EXPORT): _exported(
         RARE_JOB_WINDOWED_EXECUTIONS, "updated_at"
+    ),
+    (BUSY_JOB_WINDOWED_EXECUTIONS.name, EXPORT): _exported(
+        BUSY_JOB_WINDOWED_EXECUTIONS, "updated_at"
     ),
 }
 
@@ -1309,7 +1405,10 @@ def windowed_executions(
     sqlite = connections[_using()].vendor == "sqlite"
     if job_name and sqlite and _is_rare_job(job_name):
         listing = RARE_JOB_WINDOWED_EXECUTIONS
-    elif not statuses:
+    elif job_name and not sqlite and len(statuses) != 1 and _is_busy_job(job_name):
+        # One walk per status, each joined to the instances: the probe.
+        listing = BUSY_JOB_WINDOWED_EXECUTIONS
+    if not statuses and listing is not RARE_JOB_WINDOWED_EXECUTIONS:
         # No status is every status: one walk each, as several are.
         value = STATUSES
     return replace(_shaped(listing, shape), key=key).page(

@@ -420,22 +420,38 @@ def test_a_windowed_list_offers_no_bulk_plan(admin_user: Any) -> None:
     assert client.get(f"{plan}?status=FAILED&since=2h").status_code == 400
 
 
+#: How a job's window is read: down the statuses' ranges joined to the
+#: instances; from the job's instances (SQLite, a rare job); down the
+#: ranges probing each row's instance (PostgreSQL, a busy job). Each forced
+#: by the bounds that choose it: (RARE_JOB_INSTANCES, BUSY_JOB_SAMPLE, BUSY_JOB_SPAN).
+_JOB_SHAPES = {
+    "walks": (0, 10**9, 1),
+    "rare-job": (1000, 10**9, 1),
+    "busy-job": (0, 1, 10**9),
+}
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("rare_below", [0, 1000], ids=["walks", "rare-job"])
+@pytest.mark.parametrize("shape", list(_JOB_SHAPES))
 @pytest.mark.parametrize("seed", range(6))
 def test_generated_windows_page_exactly_as_a_naive_sort(
-    seed: int, rare_below: int, monkeypatch: pytest.MonkeyPatch
+    seed: int, shape: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """
     Every status and job choice, pages of every size, many ties on the time.
 
     The walks keep only a page's ids before projecting (PostgreSQL): on
     generated histories, paging gives exactly the rows of a naive read,
-    sorted by last update then id, each once. On SQLite a job's window is
-    read down the statuses' ranges, or, for a job with few instances, from
-    its instances: both shapes give the naive read's pages.
+    sorted by last update then id, each once. A job's window is read down
+    the statuses' ranges, joined to the instances; on SQLite, for a job
+    with few instances, from its instances; on PostgreSQL, for a busy job,
+    down the ranges with each row's instance probed: every shape gives the
+    naive read's pages.
     """
+    rare_below, sample, span = _JOB_SHAPES[shape]
     monkeypatch.setattr(queries, "RARE_JOB_INSTANCES", rare_below)
+    monkeypatch.setattr(queries, "BUSY_JOB_SAMPLE", sample)
+    monkeypatch.setattr(queries, "BUSY_JOB_SPAN", span)
     chance = random.Random(seed)
     for job in ("nightly", "weekly"):
         factories.definition(job)
@@ -475,3 +491,81 @@ def test_generated_windows_page_exactly_as_a_naive_sort(
                 )
             ]
             assert _all_pages(chosen, job, window, size) == expected, (chosen, job)
+
+
+@pytest.mark.django_db
+def test_a_job_is_busy_when_its_newest_instances_lie_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Busy: its newest SAMPLE instances among the last SPAN * SAMPLE of all."""
+    monkeypatch.setattr(queries, "BUSY_JOB_SAMPLE", 3)
+    monkeypatch.setattr(queries, "BUSY_JOB_SPAN", 2)
+    for _ in range(3):  # one in every four, then none of late
+        factories.instance("once-busy")
+        for _ in range(3):
+            factories.instance("other")
+    factories.instance("few")
+    factories.instance("few")
+    for _ in range(3):  # one instance in every two, the newest
+        factories.instance("busy")
+        factories.instance("other")
+    assert queries._looks_busy("busy")
+    assert not queries._looks_busy("once-busy")
+    assert not queries._looks_busy("few")
+    assert not queries._looks_busy("unknown")
+    factories.instance("other")  # six instances since the busy job's third newest
+    assert not queries._looks_busy("busy")
+
+
+@pytest.mark.django_db
+def test_what_was_found_of_a_job_is_kept_a_while(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One look per job for BUSY_JOB_KEPT_SECONDS; never more jobs than kept."""
+    monkeypatch.setattr(queries, "BUSY_JOB_SAMPLE", 1)
+    factories.instance("busy")
+    clock = [1000.0]
+    monkeypatch.setattr(queries.time, "monotonic", lambda: clock[0])
+    with CaptureQueriesContext(connection) as looked:
+        assert queries._is_busy_job("busy")
+        assert queries._is_busy_job("busy")
+    assert len(looked) == 1
+    JobInstance.objects.all().delete()
+    clock[0] += queries.BUSY_JOB_KEPT_SECONDS - 1
+    assert queries._is_busy_job("busy")  # still what was found
+    clock[0] += 1
+    with CaptureQueriesContext(connection) as again:
+        assert not queries._is_busy_job("busy")
+    assert len(again) == 1
+    monkeypatch.setattr(queries, "BUSY_JOB_KEPT_JOBS", 3)
+    for name in ("a", "b", "c", "d"):
+        queries._is_busy_job(name)
+    assert len(queries._BUSY_JOBS) <= 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("chosen", [(), ("FAILED",), ("FAILED", "COMPLETED")])
+def test_a_busy_job_s_window_probes_each_row_on_postgresql(
+    chosen: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """
+    Over several statuses a busy job's walks probe each row's instance
+    (PostgreSQL); one status is one walk, joined, with no look at the job
+    first. SQLite never looks: its shapes are the ranges and the instances.
+    """
+    monkeypatch.setattr(queries, "BUSY_JOB_SAMPLE", 1)
+    _runs(4, NIGHT)
+    job = JobInstance.objects.order_by("id").values_list("job_name", flat=True)[0]
+    window = _window(since="2026-02-28T00:00Z", until="2026-03-02T00:00Z")
+    with CaptureQueriesContext(connection) as captured:
+        page = queries.windowed_executions(chosen, job, window, 50)
+    statements = [query["sql"] for query in captured.captured_queries]
+    probed = any("OFFSET 0" in sql for sql in statements)
+    several = len(chosen) != 1
+    assert probed == (several and connection.vendor == "postgresql"), statements
+    expected = JobExecution.objects.filter(job_instance__job_name=job)
+    if chosen:
+        expected = expected.filter(status__in=chosen)
+    assert sorted(row["id"] for row in page.rows) == sorted(
+        expected.values_list("id", flat=True)
+    )
