@@ -20,9 +20,10 @@ except through :func:`parameter_values` for viewers allowed to see them.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Final, Literal
@@ -279,8 +280,32 @@ def _execution_columns() -> dict[str, Any]:
     }
 
 
-def _execution_values(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
-    return queryset.annotate(**_execution_columns())
+def _execution_values(
+    queryset: QuerySet[JobExecution], given: Collection[str] = ()
+) -> QuerySet[Any]:
+    """Annotate the computed columns, but the ``given`` ones (a filter's)."""
+    columns = _execution_columns()
+    return queryset.annotate(
+        **{name: column for name, column in columns.items() if name not in given}
+    )
+
+
+def _given(listing: Listing) -> tuple[str, ...]:
+    """Return the fields ``listing``'s probe filters give each row."""
+    return tuple(narrow.lookup for narrow in listing.filters if narrow.probe)
+
+
+def _without_given(listing: Listing, values: Callable[..., QuerySet[Any]]) -> Listing:
+    """
+    Return ``listing`` projected by ``values`` (an executions projection),
+    reading none of the fields its probe filters give.
+    """
+    given = _given(listing)
+    return replace(
+        listing,
+        fields=tuple(name for name in listing.fields if name not in given),
+        project=functools.partial(values, given=given),
+    )
 
 
 def _execution_estimate(row: Row) -> int:
@@ -323,9 +348,12 @@ EXPORT_EXECUTION_FIELDS = (
 )
 
 
-def _execution_export_values(queryset: QuerySet[JobExecution]) -> QuerySet[Any]:
+def _execution_export_values(
+    queryset: QuerySet[JobExecution], given: Collection[str] = ()
+) -> QuerySet[Any]:
+    columns = _execution_columns()
     return queryset.annotate(
-        **_execution_columns(),
+        **{name: column for name, column in columns.items() if name not in given},
         **{f"iso_{name}": IsoTime(name) for name in EXPORT_TIMES},
         definition_revision=F("definition__definition_revision"),
         manifest_format=F("definition__manifest_format"),
@@ -648,7 +676,8 @@ class Filter:
     ranges: bool = False
     #: The rows match where this condition of the value holds, checked for
     #: each row as it is read (:class:`~batchboard.expressions.Probed`);
-    #: ``lookup`` then only names the filter.
+    #: ``lookup`` then names the row's field that holds the value on every
+    #: row matched: each row read is given it, and the list need not read it.
     probe: Callable[[Any], Q] | None = None
 
 
@@ -811,6 +840,10 @@ class Listing:
         )
         shape = (self.name, lookups, window.first, page_size)
         rows = values_rows(_using(), shape, build, args)
+        for narrow, value in applied:
+            if narrow.probe is not None:
+                for row in rows:
+                    row[narrow.lookup] = value
         if self.prepare is not None:
             for row in rows:
                 self.prepare(row)
@@ -1015,14 +1048,18 @@ def _job_probe(value: Any) -> Q:
 # busy job's walks read; the probe is planned once and is what the planner
 # chooses for such a job anyway (most rows of the window are the job's).
 # Same rows, order and keyset as WINDOWED_EXECUTIONS.
-BUSY_JOB_WINDOWED_EXECUTIONS = replace(
-    WINDOWED_EXECUTIONS,
-    name="busy_job_windowed_executions",
-    filters=(
-        WINDOWED_EXECUTIONS.filters[0],
-        Filter("job", probe=_job_probe),
-        *WINDOWED_EXECUTIONS.filters[2:],
+# Every row's job is the one probed for: no join reads its name again.
+BUSY_JOB_WINDOWED_EXECUTIONS = _without_given(
+    replace(
+        WINDOWED_EXECUTIONS,
+        name="busy_job_windowed_executions",
+        filters=(
+            WINDOWED_EXECUTIONS.filters[0],
+            Filter("job_name", probe=_job_probe),
+            *WINDOWED_EXECUTIONS.filters[2:],
+        ),
     ),
+    _execution_values,
 )
 
 
@@ -1096,12 +1133,12 @@ def _exported(listing: Listing, *keyed: str) -> Listing:
     same pages; each row is :data:`EXPORT_EXECUTION_FIELDS`, with the
     ``keyed`` columns the list's key reads, from a statement of its own.
     """
-    return replace(
+    exported = replace(
         listing,
         name=f"{listing.name}_export",
         fields=(*EXPORT_EXECUTION_FIELDS, *keyed),
-        project=_execution_export_values,
     )
+    return _without_given(exported, _execution_export_values)
 
 
 UNRESOLVED_EXECUTIONS = Listing(

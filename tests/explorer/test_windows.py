@@ -569,3 +569,10 @@ def test_a_busy_job_s_window_probes_each_row_on_postgresql(
     assert sorted(row["id"] for row in page.rows) == sorted(
         expected.values_list("id", flat=True)
     )
+    # The probed job is each row's, read or not; so in the download's rows.
+    exported = queries.windowed_executions(
+        chosen, job, window, 50, shape=queries.EXPORT
+    )
+    assert [row["id"] for row in exported.rows] == [row["id"] for row in page.rows]
+    for row in [*page.rows, *exported.rows]:
+        assert row["job_name"] == job
