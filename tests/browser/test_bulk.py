@@ -11,19 +11,40 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
+from django.db import OperationalError
 
 from batchboard.actions.bulk import apply as bulk_apply
 from batchboard.models import BulkItem, BulkOperation, JobExecution, OperatorRequest
 from tests.browser.test_actions import member, sign_in
 from tests.factories import actions as factories
 
+T = TypeVar("T")
+
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SCREENS = Path(__file__).resolve().parents[2] / "docs" / "screens"
+
+
+def _while_applying(read: Callable[[], T]) -> T:
+    """
+    Read while the live server's apply writes: on the in-memory SQLite of
+    the tests, whose connections share one cache, a table being written
+    is locked to the other connections at once (no busy wait), so read
+    again until it is not.
+    """
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return read()
+        except OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def test_abandon_one_jobs_failed_runs_with_a_reload_during_the_apply(
@@ -75,12 +96,13 @@ def test_abandon_one_jobs_failed_runs_with_a_reload_during_the_apply(
     page.wait_for_selector("#bb-bulk-progress")
     deadline = time.monotonic() + 10
     while (
-        not BulkItem.objects.filter(state="DONE").exists()
+        not _while_applying(lambda: BulkItem.objects.filter(state="DONE").exists())
         and time.monotonic() < deadline
     ):
         time.sleep(0.05)
     page.reload()
-    assert BulkOperation.objects.get().finished_at is None, "reloaded after the end"
+    finished = _while_applying(lambda: BulkOperation.objects.get().finished_at)
+    assert finished is None, "reloaded after the end"
 
     page.wait_for_selector('caption:text("Every item\'s outcome")', timeout=20000)
     rows = page.locator("tr.bb-bulk-item")
