@@ -66,6 +66,9 @@ _STRIP_COLUMNS = ("id", "status", "attempt", "job_instance_id", "created_at")
 #: The columns latest_runs may read. ``seconds`` is a finished run's
 #: duration, computed in the statement (a number costs less to read than
 #: the two timestamps it comes from); ``None`` while a run has not ended.
+#: SQLite's day numbers are doubles that miss a whole-millisecond span by
+#: some microseconds either way (3 min read as 179.99997 s, shown as
+#: "2 min 59 s"): the span is rounded back to the milliseconds it is made of.
 RUN_COLUMNS: Final = (
     *_STRIP_COLUMNS,
     "started_at",
@@ -75,7 +78,9 @@ RUN_COLUMNS: Final = (
 )
 _SECONDS = {
     "postgresql": "EXTRACT(EPOCH FROM (x.ended_at - x.started_at))::float8",
-    "sqlite": "(julianday(x.ended_at) - julianday(x.started_at)) * 86400.0",
+    "sqlite": (
+        "ROUND((julianday(x.ended_at) - julianday(x.started_at)) * 86400000.0) / 1000.0"
+    ),
 }
 
 

@@ -378,3 +378,22 @@ def test_job_strips_list_latest_executions_newest_first(db: None) -> None:
     assert full[2]["created_at"] == first.created_at and "ended_at" in full[2]
     assert strips["no-such-job"] == []
     assert overview.running_counts(["strip-job"]) == {"strip-job": 1}
+
+
+def test_a_runs_seconds_are_its_exact_span_on_every_backend(db: None) -> None:
+    """Whole-millisecond timestamps give the span exactly, never a hair short."""
+    instance = factories.instance("span-job")
+    base = factories.ago(days=2)
+    spans = [timedelta(minutes=3), timedelta(seconds=59, milliseconds=999)]
+    made = {}
+    for index in range(40):
+        length = spans[index % 2]
+        run = factories.execution(
+            instance,
+            "COMPLETED",
+            created_at=base + timedelta(milliseconds=index * 7919),
+            duration=length,
+        )
+        made[run.pk] = length.total_seconds()
+    runs = overview.latest_runs(["span-job"], 40, ("id", "seconds"))["span-job"]
+    assert {int(run["id"]): run["seconds"] for run in runs} == made
