@@ -8,6 +8,7 @@ header is the one production sends (batchboard.site.security).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -47,6 +48,13 @@ def strict(settings: Any, transactional_db: None) -> Iterator[Any]:
     try:
         yield server
     finally:
+        # The browser's kept-alive requests end only as its context closes
+        # (the test asks for this fixture first, so its page is gone by
+        # now); each then closes the test database's connection, which on
+        # SQLite is shared with this thread only until the server stops.
+        for thread in threading.enumerate():
+            if "process_request_thread" in thread.name:
+                thread.join(timeout=5)
         server.stop()
 
 
@@ -92,7 +100,7 @@ class Visitor:
 
 
 def test_every_page_and_fragment_runs_under_the_strict_policy(
-    page: Any, strict: Any
+    strict: Any, page: Any
 ) -> None:
     history = create_history()
     now = factories.now()
