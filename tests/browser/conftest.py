@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from tests.site.production import site_settings
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -61,7 +65,32 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
+def strict(settings: Any, transactional_db: None) -> Iterator[Any]:
+    """A live server of its own, started with the standalone site's middleware."""
+    site = site_settings()
+    settings.MIDDLEWARE = site["MIDDLEWARE"]
+    # Django 6 sends the policy from this setting, as the site's settings do.
+    settings.SECURE_CSP = site["SECURE_CSP"]
+    settings.SECURE_REFERRER_POLICY = site["SECURE_REFERRER_POLICY"]
+    server = LiveServer("localhost")
+    try:
+        yield server
+    finally:
+        # On SQLite each request thread closes the test database's
+        # connection as it ends, which it may only do while the server
+        # shares it. The tab has closed by now (``page`` starts after this
+        # fixture), so the browser's kept-alive requests are ending.
+        for thread in threading.enumerate():
+            if "process_request_thread" in thread.name:
+                thread.join(timeout=5)
+        server.stop()
+
+
+@pytest.fixture
 def page(browser: Any, request: pytest.FixtureRequest, settings: Any) -> Iterator[Any]:
+    if "strict" in request.fixturenames:
+        # A test's own server outlives its tab, whatever the arguments' order.
+        request.getfixturevalue("strict")
     settings.BATCHBOARD = {"POLL_SECONDS": 1}
     # The standalone site's own sign-in page, which admits users who are not
     # staff (tests/settings.py names it too; set here so a test that changes

@@ -2,25 +2,21 @@
 Every page and fragment under the site's strict Content-Security-Policy, in
 Chromium: zero ``securitypolicyviolation`` events and no console error.
 
-The live server runs with the standalone site's own middleware, so the
-header is the one production sends (batchboard.site.security).
+The ``strict`` live server runs with the standalone site's own middleware,
+so the header is the one production sends (batchboard.site.security).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from pytest_django.live_server_helper import LiveServer
 
 from batchboard import models
 from tests import factories
 from tests.site.history import create_history
-from tests.site.production import site_settings
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -34,28 +30,6 @@ document.addEventListener('securitypolicyviolation', (event) => {
   );
 });
 """
-
-
-@pytest.fixture
-def strict(settings: Any, transactional_db: None) -> Iterator[Any]:
-    """A live server of its own, started with the site's middleware."""
-    site = site_settings()
-    settings.MIDDLEWARE = site["MIDDLEWARE"]
-    # Django 6 sends the policy from this setting, as the site's settings do.
-    settings.SECURE_CSP = site["SECURE_CSP"]
-    settings.SECURE_REFERRER_POLICY = site["SECURE_REFERRER_POLICY"]
-    server = LiveServer("localhost")
-    try:
-        yield server
-    finally:
-        # The browser's kept-alive requests end only as its context closes
-        # (the test asks for this fixture first, so its page is gone by
-        # now); each then closes the test database's connection, which on
-        # SQLite is shared with this thread only until the server stops.
-        for thread in threading.enumerate():
-            if "process_request_thread" in thread.name:
-                thread.join(timeout=5)
-        server.stop()
 
 
 def _administrator() -> User:
@@ -100,7 +74,7 @@ class Visitor:
 
 
 def test_every_page_and_fragment_runs_under_the_strict_policy(
-    strict: Any, page: Any
+    page: Any, strict: Any
 ) -> None:
     history = create_history()
     now = factories.now()

@@ -16,7 +16,7 @@ from django.contrib.auth.models import Permission, User
 from batchboard import digests
 from batchboard.models import JobExecution
 from tests import factories
-from tests.browser.test_csp import RECORD, strict  # noqa: F401 - fixture
+from tests.browser.test_csp import RECORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -44,7 +44,7 @@ def _snapshots(page: Any) -> list[str]:
     ]
 
 
-def test_no_page_snapshot_survives_signing_out(page: Any, strict: Any) -> None:  # noqa: F811
+def test_no_page_snapshot_survives_signing_out(page: Any, strict: Any) -> None:
     _administrator()
     factories.definition("payroll")
     instance = factories.instance(
