@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import django
+
 from batchboard.schema import SCHEMA_NAME
 from batchboard.site.database import parse_database_url
 
@@ -32,6 +34,9 @@ else:
         )
     }
 DATABASE_ROUTERS = ["batchboard.routers.BatchboardRouter"]
+if django.VERSION >= (6, 1):
+    # The test environment turns each mailer into the in-memory outbox.
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend"}}
 
 INSTALLED_APPS = [
     "django.contrib.admin",

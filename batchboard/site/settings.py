@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+import django
+
 from batchboard.site import proxies
 from batchboard.site.database import (
     SiteConfigurationError,
@@ -243,6 +245,52 @@ except ValueError:
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
+
+# Alert links are absolute under this address (check E019 validates it).
+if os.environ.get("BATCHBOARD_ALERTS_BASE_URL"):
+    BATCHBOARD["ALERTS_BASE_URL"] = os.environ["BATCHBOARD_ALERTS_BASE_URL"]
+
+
+def _port(name: str, default: int) -> int:
+    value = os.environ.get(name) or str(default)
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise SiteConfigurationError(f"{name} must be a port number, not {value!r}.")
+    return int(value)
+
+
+# Email alert channels send through SMTP. Django 6.1 reads the server from
+# MAILERS and refuses the EMAIL_* settings beside it; earlier versions read
+# only those: one set of variables gives whichever this Django reads.
+_smtp = {
+    "host": os.environ.get("EMAIL_HOST", "localhost"),
+    "port": _port("EMAIL_PORT", 25),
+    "username": os.environ.get("EMAIL_HOST_USER", ""),
+    "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+    "use_tls": _flag("EMAIL_USE_TLS", False),
+    "use_ssl": _flag("EMAIL_USE_SSL", False),
+}
+if _smtp["use_tls"] and _smtp["use_ssl"]:
+    raise SiteConfigurationError(
+        "EMAIL_USE_TLS (STARTTLS, usually port 587) and EMAIL_USE_SSL (TLS from "
+        "the start, usually port 465) exclude each other: set one of them."
+    )
+if django.VERSION >= (6, 1):
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": _smtp,
+        }
+    }
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_HOST = _smtp["host"]
+    EMAIL_PORT = _smtp["port"]
+    EMAIL_HOST_USER = _smtp["username"]
+    EMAIL_HOST_PASSWORD = _smtp["password"]
+    EMAIL_USE_TLS = _smtp["use_tls"]
+    EMAIL_USE_SSL = _smtp["use_ssl"]
+if os.environ.get("DEFAULT_FROM_EMAIL"):
+    DEFAULT_FROM_EMAIL = os.environ["DEFAULT_FROM_EMAIL"]
 
 if not DEBUG:
     SECURE_SSL_REDIRECT = _flag("SECURE_SSL_REDIRECT", True)

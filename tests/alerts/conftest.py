@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import socketserver
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from email import message_from_bytes
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -88,6 +91,51 @@ def receiver() -> Iterator[Receiver]:
         yield state
     finally:
         state.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class MailServer:
+    """An SMTP server on the loopback that keeps each message it is given."""
+
+    port: int = 0
+    messages: list[Message] = field(default_factory=list)
+
+
+@pytest.fixture
+def mail_server() -> Iterator[MailServer]:
+    state = MailServer()
+
+    class Handler(socketserver.StreamRequestHandler):
+        # The replies a client needs to hand over one message (RFC 5321).
+        def reply(self, line: str) -> None:
+            self.wfile.write(f"{line}\r\n".encode())
+
+        def handle(self) -> None:
+            self.reply("220 loopback")
+            while line := self.rfile.readline():
+                verb = line[:4].upper()
+                if verb == b"DATA":
+                    self.reply("354 end with a dot")
+                    body = b""
+                    while (chunk := self.rfile.readline()) not in (b".\r\n", b""):
+                        body += chunk
+                    state.messages.append(message_from_bytes(body))
+                    self.reply("250 kept")
+                elif verb == b"QUIT":
+                    self.reply("221 bye")
+                    return
+                else:
+                    self.reply("250 ok")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    state.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
         server.shutdown()
         server.server_close()
 

@@ -9,7 +9,8 @@ from django.test import override_settings
 from batchboard.alerts import channels, delivery, detector
 from batchboard.alerts.models import Channel, Delivery, DeliveryAttempt
 from tests import factories
-from tests.alerts.conftest import SECRET, Receiver, rule, webhook
+from tests.alerts.conftest import SECRET, MailServer, Receiver, rule, webhook
+from tests.site.production import site_settings
 
 pytestmark = pytest.mark.django_db
 
@@ -143,6 +144,47 @@ def test_an_email_channel_sends_through_djangos_backend(owner: User) -> None:
     (sent,) = mail.outbox
     assert sent.to == ["ops@example.org", "oncall@example.org"]
     assert "payroll-run" in sent.subject and "USER_COMPONENT" in sent.body
+
+
+#: The names the standalone site's settings give Django's mail.
+MAIL_SETTINGS = (
+    "MAILERS",
+    "EMAIL_BACKEND",
+    "EMAIL_HOST",
+    "EMAIL_PORT",
+    "EMAIL_HOST_USER",
+    "EMAIL_HOST_PASSWORD",
+    "EMAIL_USE_TLS",
+    "EMAIL_USE_SSL",
+    "DEFAULT_FROM_EMAIL",
+)
+
+
+def test_the_standalone_site_sends_an_email_alert_over_smtp(
+    owner: User, mail_server: MailServer
+) -> None:
+    site = site_settings(
+        EMAIL_HOST="127.0.0.1",
+        EMAIL_PORT=str(mail_server.port),
+        DEFAULT_FROM_EMAIL="batchboard@example.org",
+    )
+    channel = Channel.objects.create(
+        name="smtp",
+        kind="EMAIL",
+        target="ops@example.org",
+        shown_target=channels.shown("EMAIL", "ops@example.org"),
+        owner=owner,
+        created_at=factories.now(),
+    )
+    with override_settings(
+        **{name: site[name] for name in MAIL_SETTINGS if name in site}
+    ):
+        _failed_alert(owner, channel)
+        assert delivery.deliver_due() == 1
+    (sent,) = mail_server.messages
+    assert (sent["From"], sent["To"]) == ("batchboard@example.org", "ops@example.org")
+    assert "payroll-run" in sent["Subject"]
+    assert Delivery.objects.get().state == "SENT"
 
 
 @pytest.mark.parametrize(
