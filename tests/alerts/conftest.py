@@ -157,6 +157,17 @@ def webhook(owner: User, url: str, name: str = "hook") -> Channel:
     )
 
 
+def email(owner: User, target: str, name: str = "mail") -> Channel:
+    return Channel.objects.create(
+        name=name,
+        kind="EMAIL",
+        target=target,
+        shown_target=channels.shown("EMAIL", target),
+        owner=owner,
+        created_at=timezone.now(),
+    )
+
+
 def rule(owner: User, kind: str = "FAILED", *chosen: Channel, **fields: Any) -> Rule:
     made = Rule.objects.create(
         name=fields.pop("name", f"{kind.lower()} rule"),

@@ -9,7 +9,14 @@ from django.test import override_settings
 from batchboard.alerts import channels, delivery, detector
 from batchboard.alerts.models import Channel, Delivery, DeliveryAttempt
 from tests import factories
-from tests.alerts.conftest import SECRET, MailServer, Receiver, rule, webhook
+from tests.alerts.conftest import (
+    SECRET,
+    MailServer,
+    Receiver,
+    email,
+    rule,
+    webhook,
+)
 from tests.site.production import site_settings
 
 pytestmark = pytest.mark.django_db
@@ -131,15 +138,7 @@ def test_an_email_channel_sends_through_djangos_backend(owner: User) -> None:
     # The test environment's backend keeps the messages in mail.outbox.
     from django.core import mail
 
-    channel = Channel.objects.create(
-        name="mail",
-        kind="EMAIL",
-        target="ops@example.org, oncall@example.org",
-        shown_target=channels.shown("EMAIL", "ops@example.org"),
-        owner=owner,
-        created_at=factories.now(),
-    )
-    _failed_alert(owner, channel)
+    _failed_alert(owner, email(owner, "ops@example.org, oncall@example.org"))
     assert delivery.deliver_due() == 1
     (sent,) = mail.outbox
     assert sent.to == ["ops@example.org", "oncall@example.org"]
@@ -168,14 +167,7 @@ def test_the_standalone_site_sends_an_email_alert_over_smtp(
         EMAIL_PORT=str(mail_server.port),
         DEFAULT_FROM_EMAIL="batchboard@example.org",
     )
-    channel = Channel.objects.create(
-        name="smtp",
-        kind="EMAIL",
-        target="ops@example.org",
-        shown_target=channels.shown("EMAIL", "ops@example.org"),
-        owner=owner,
-        created_at=factories.now(),
-    )
+    channel = email(owner, "ops@example.org")
     with override_settings(
         **{name: site[name] for name in MAIL_SETTINGS if name in site}
     ):
