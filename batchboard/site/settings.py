@@ -22,6 +22,7 @@ from batchboard.site.database import (
     read_databases,
 )
 from batchboard.site.security import CONTENT_SECURITY_POLICY, builtin_csp
+from batchboard.vocabulary import parse_whole_number
 
 
 def _base_dir() -> Path:
@@ -253,9 +254,10 @@ if os.environ.get("BATCHBOARD_ALERTS_BASE_URL"):
 
 def _port(name: str, default: int) -> int:
     value = os.environ.get(name) or str(default)
-    if not value.isdigit() or not 0 < int(value) < 65536:
+    port = parse_whole_number(value, 65535)
+    if not port:
         raise SiteConfigurationError(f"{name} must be a port number, not {value!r}.")
-    return int(value)
+    return port
 
 
 # Email alert channels send through SMTP. Django 6.1 reads the server from
