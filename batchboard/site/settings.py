@@ -263,6 +263,7 @@ def _port(name: str, default: int) -> int:
 # Email alert channels send through SMTP. Django 6.1 reads the server from
 # MAILERS and refuses the EMAIL_* settings beside it; earlier versions read
 # only those: one set of variables gives whichever this Django reads.
+_SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 _smtp = {
     "host": os.environ.get("EMAIL_HOST", "localhost"),
     "port": _port("EMAIL_PORT", 25),
@@ -277,14 +278,9 @@ if _smtp["use_tls"] and _smtp["use_ssl"]:
         "the start, usually port 465) exclude each other: set one of them."
     )
 if django.VERSION >= (6, 1):
-    MAILERS = {
-        "default": {
-            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-            "OPTIONS": _smtp,
-        }
-    }
+    MAILERS = {"default": {"BACKEND": _SMTP_BACKEND, "OPTIONS": _smtp}}
 else:
-    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_BACKEND = _SMTP_BACKEND
     EMAIL_HOST = _smtp["host"]
     EMAIL_PORT = _smtp["port"]
     EMAIL_HOST_USER = _smtp["username"]
